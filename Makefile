@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# RTRS and RNBD as out-of-tree modules.
+#
+#   make [KDIR=<kernel build dir>] [W=1] [C=2]   build the five modules
+#   make install                                 install them and run depmod
+#   make check                                   build, static checks, selftests in QEMU
+#   make clean
+
+# The running kernel's build tree, else the newest headers installed.
+KDIR ?= $(shell for d in /lib/modules/$$(uname -r)/build \
+		$$(ls -d /lib/modules/*/build 2>/dev/null | sort -rV); do \
+		[ -f "$$d/Makefile" ] && { echo "$$d"; break; }; done)
+
+KBUILD = $(MAKE) -C $(KDIR) M=$(CURDIR)
+
+.PHONY: all modules install clean check need-kdir
+
+all: modules
+
+need-kdir:
+	@if [ -z "$(KDIR)" ] || [ ! -f "$(KDIR)/Makefile" ]; then \
+		echo "no kernel build tree: install headers (scripts/install-deps) or set KDIR=" >&2; \
+		exit 1; \
+	fi
+
+modules: need-kdir
+	$(KBUILD) modules
+
+# INSTALL_MOD_PATH (a staging root) is passed on to kbuild as given.
+install: modules
+	$(KBUILD) modules_install
+	depmod $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) \
+		$$(cat $(KDIR)/include/config/kernel.release)
+
+clean:
+	@if [ -f "$(KDIR)/Makefile" ]; then $(KBUILD) clean; fi
+	rm -rf build
+
+check:
+	scripts/check
