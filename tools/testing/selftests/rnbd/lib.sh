@@ -1,0 +1,208 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Shared by the RNBD selftests and the test bed's guest init: KTAP output,
+# the addresses of the two RDMA paths, Soft-RoCE set-up, synchronisation
+# between the server and the client side of a test, and requests to the host.
+#
+# A test that needs both sides defines test_server and test_client and calls
+# rnbd_run_roles.  In the two-guest topology each guest runs its own side; in
+# the one-guest topology both sides run in the same guest, the server side in
+# the background.  Only the client side prints KTAP; the server side logs
+# with rnbd_log and fails by returning non-zero.
+
+RNBD_TOPOLOGY=${RNBD_VM_TOPOLOGY:-one}
+RNBD_ROLE=${RNBD_ROLE:-single}
+RNBD_NR_PATHS=2
+RNBD_SHARE=${RNBD_SHARE:-/mnt/rnbd-vm}
+
+KTAP_N=0
+KTAP_PASS=0
+KTAP_FAIL=0
+KTAP_SKIP=0
+
+rnbd_log() {
+	echo "# [$RNBD_ROLE] $*"
+}
+
+ktap_header() {
+	echo "TAP version 13"
+	echo "1..$1"
+}
+
+ktap_result() {
+	local status=$1 desc=$2 directive=$3
+
+	KTAP_N=$((KTAP_N + 1))
+	echo "$status $KTAP_N $desc${directive:+ # $directive}"
+}
+
+ktap_pass() {
+	KTAP_PASS=$((KTAP_PASS + 1))
+	ktap_result ok "$1"
+}
+
+ktap_fail() {
+	KTAP_FAIL=$((KTAP_FAIL + 1))
+	ktap_result "not ok" "$1"
+}
+
+# ktap_skip DESC REASON
+ktap_skip() {
+	KTAP_SKIP=$((KTAP_SKIP + 1))
+	ktap_result ok "$1" "SKIP $2"
+}
+
+# ktap_check DESC CMD...: one test point, passed when CMD succeeds.  What CMD
+# prints becomes KTAP diagnostics.
+ktap_check() {
+	local desc=$1 out rc
+
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	[ -n "$out" ] && printf '%s\n' "$out" | sed 's/^/# /'
+	if [ $rc -eq 0 ]; then
+		ktap_pass "$desc"
+	else
+		ktap_fail "$desc"
+	fi
+	return $rc
+}
+
+# The whole test is skipped: kselftest's exit code 4.
+ktap_skip_all() {
+	echo "TAP version 13"
+	echo "1..0 # SKIP $1"
+	exit 4
+}
+
+ktap_finish() {
+	echo "# totals: pass:$KTAP_PASS fail:$KTAP_FAIL skip:$KTAP_SKIP"
+	[ "$KTAP_FAIL" -eq 0 ] || exit 1
+	[ "$KTAP_PASS" -gt 0 ] || exit 4
+	exit 0
+}
+
+# Path N's address on ROLE's side.  In one guest both sides share it.
+rnbd_path_addr() {
+	local host=1
+
+	[ "$2" = client ] && [ "$RNBD_TOPOLOGY" = two ] && host=2
+	echo "192.168.$((120 + $1)).$host"
+}
+
+# The MAC of ROLE's NIC of path N in the two-guest topology; the host's
+# runner gives the NICs the same ones.
+rnbd_path_mac() {
+	local r=0
+
+	[ "$2" = client ] && r=1
+	printf '52:54:00:12:3%d:0%d\n' "$r" "$1"
+}
+
+rnbd_path_netdev() {
+	echo "rnbd$1"
+}
+
+rnbd_path_rxe() {
+	echo "rxe$1"
+}
+
+# Soft-RoCE over the netdev of each path.  Idempotent.
+rnbd_rdma_up() {
+	local i dev
+
+	modprobe -a rdma_rxe rdma_ucm ib_uverbs || return 1
+	for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
+		dev=$(rnbd_path_rxe "$i")
+		rdma link show "$dev/1" >/dev/null 2>&1 && continue
+		rdma link add "$dev" type rxe netdev "$(rnbd_path_netdev "$i")" ||
+			return 1
+	done
+}
+
+# rnbd_rdma_state RXE: the state of port 1 of RXE ("ACTIVE", "DOWN", ...).
+rnbd_rdma_state() {
+	rdma link show "$1/1" 2>/dev/null |
+		sed -n 's/.* state \([A-Z_]*\) .*/\1/p'
+}
+
+# rnbd_wait SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
+rnbd_wait() {
+	local limit=$(($1 * 5)) t=0
+
+	shift
+	until "$@" >/dev/null 2>&1; do
+		t=$((t + 1))
+		[ $t -lt $limit ] || return 1
+		sleep 0.2
+	done
+}
+
+# Synchronisation between the two sides of a test, through files in a
+# directory both guests see (the host's share, without caching).
+rnbd_sync_put() {
+	local f="$RNBD_SYNC_DIR/$1"
+
+	printf '%s\n' "${2:-}" >"$f.tmp.$$" && mv "$f.tmp.$$" "$f"
+}
+
+# rnbd_sync_wait NAME [SECONDS]: wait for NAME to be put, print its value.
+rnbd_sync_wait() {
+	local f="$RNBD_SYNC_DIR/$1"
+
+	rnbd_wait "${2:-60}" test -e "$f" || {
+		rnbd_log "timed out waiting for '$1' from the other side"
+		return 1
+	}
+	cat "$f"
+}
+
+rnbd_run_roles() {
+	local pid rc
+
+	case $RNBD_ROLE in
+	server)
+		test_server
+		;;
+	client)
+		test_client
+		;;
+	*)
+		test_server &
+		pid=$!
+		test_client
+		rc=$?
+		if ! wait "$pid"; then
+			echo "# server side failed"
+			[ "$rc" -eq 0 ] && rc=1
+		fi
+		return "$rc"
+		;;
+	esac
+}
+
+# rnbd_host CMD...: ask the host's runner to act on the guests' QEMU, for
+# example "set_link p1 off" to pull the cable of path 1.  Only in the
+# two-guest topology.
+rnbd_host() {
+	local dir="$RNBD_SHARE/ctl" id
+
+	mkdir -p "$dir"
+	id="$RNBD_ROLE.$$.$RANDOM"
+	echo "$*" >"$dir/$id.tmp" && mv "$dir/$id.tmp" "$dir/$id.req"
+	rnbd_wait 30 test -e "$dir/$id.done" || {
+		rnbd_log "host did not answer '$*'"
+		return 1
+	}
+	[ "$(cat "$dir/$id.done")" = ok ]
+}
+
+# The modules under test, loaded by modprobe from the index the test bed
+# installed; rnbd_modules_unload removes whatever of them is loaded.
+RNBD_MODULES="rtrs-core rtrs-client rtrs-server rnbd-client rnbd-server"
+
+rnbd_modules_unload() {
+	modprobe -r rnbd-client rnbd-server rtrs-client rtrs-server rtrs-core
+}
