@@ -201,7 +201,7 @@ rnbd_host() {
 
 # The modules under test, loaded by modprobe from the index the test bed
 # installed; rnbd_modules_unload removes whatever of them is loaded.
-RNBD_MODULES="rtrs-core rtrs-client rtrs-server rnbd-client rnbd-server"
+export RNBD_MODULES="rtrs-core rtrs-client rtrs-server rnbd-client rnbd-server"
 
 rnbd_modules_unload() {
 	modprobe -r rnbd-client rnbd-server rtrs-client rtrs-server rtrs-core

@@ -1,0 +1,37 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The test bed's own test: in one boot, a clean test passes, a test that
+# makes the kernel log a WARNING fails, a test that hangs fails by timeout,
+# the tests after it are reported as not run, and no QEMU is left behind.
+
+set -u
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+WORK=$(mktemp -d /tmp/rnbd-vm-selftest.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+out=$("$HERE/rnbd-vm" run --timeout 5 --host-slack 15 --work "$WORK" "$@" \
+	"$HERE/tests/pass.sh" "$HERE/tests/warn.sh" "$HERE/tests/hang.sh" \
+	"$HERE/tests/pass.sh" 2>&1)
+rc=$?
+echo "$out"
+
+fail=0
+expect() {
+	grep -qE "$1" <<<"$out" || { echo "expected: $1"; fail=1; }
+}
+expect '^ok 1 selftests: rnbd: pass.sh$'
+expect '^not ok 2 selftests: rnbd: warn.sh$'
+expect 'bad line.*|WARNING: CPU: 0 PID: .* planted'
+expect '^not ok 3 selftests: rnbd: hang.sh$'
+expect '# timed out in hang.sh'
+expect '^not ok 4 selftests: rnbd: pass.sh$'
+expect '# not run: timed out'
+[ $rc -ne 0 ] || { echo "rnbd-vm exited 0 with failed tests"; fail=1; }
+if pgrep -f "qemu-system.*$WORK" >/dev/null; then
+	echo "QEMU left running"
+	pkill -9 -f "qemu-system.*$WORK"
+	fail=1
+fi
+exit $fail
