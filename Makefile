@@ -6,6 +6,10 @@
 #   make install                                 install them and run depmod
 #   make check                                   build, static checks, selftests in QEMU
 #   make clean
+#
+# make check boots Debian's 6.1 kernel by default; KERNEL=<bzImage> or
+# KDIR=<its build tree> choose another, TEST_KERNEL_DIR=<dir of .debs> a
+# packaged one such as the debug kernel (see scripts/check).
 
 # The running kernel's build tree, else the newest headers installed.
 KDIR ?= $(shell for d in /lib/modules/$$(uname -r)/build \
@@ -13,6 +17,8 @@ KDIR ?= $(shell for d in /lib/modules/$$(uname -r)/build \
 		[ -f "$$d/Makefile" ] && { echo "$$d"; break; }; done)
 
 KBUILD = $(MAKE) -C $(KDIR) M=$(CURDIR)
+
+export KERNEL TEST_KERNEL_DIR CHECKS SELFTESTS RESULTS
 
 .PHONY: all modules install clean check need-kdir
 
@@ -37,5 +43,7 @@ clean:
 	@if [ -f "$(KDIR)/Makefile" ]; then $(KBUILD) clean; fi
 	rm -rf build
 
+# make check picks the kernel it boots: KDIR reaches it only when given.
 check:
-	scripts/check
+	@KDIR="$(if $(filter command line environment,$(origin KDIR)),$(KDIR))" \
+		scripts/check
