@@ -18,6 +18,11 @@ KDIR ?= $(shell for d in /lib/modules/$$(uname -r)/build \
 
 KBUILD = $(MAKE) -C $(KDIR) M=$(CURDIR)
 
+# The release modules_install installs for: UTS_RELEASE, which in Debian's
+# header packages differs from include/config/kernel.release.
+KRELEASE = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
+		$(KDIR)/include/generated/utsrelease.h)
+
 export KERNEL TEST_KERNEL_DIR CHECKS SELFTESTS RESULTS
 
 .PHONY: all modules install clean check need-kdir
@@ -36,8 +41,7 @@ modules: need-kdir
 # INSTALL_MOD_PATH (a staging root) is passed on to kbuild as given.
 install: modules
 	$(KBUILD) modules_install
-	depmod $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) \
-		$$(cat $(KDIR)/include/config/kernel.release)
+	depmod $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) $(KRELEASE)
 
 clean:
 	@if [ -f "$(KDIR)/Makefile" ]; then $(KBUILD) clean; fi
