@@ -11,7 +11,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=$(mktemp -d /tmp/rnbd-vm-selftest.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
-out=$("$HERE/rnbd-vm" run --timeout 5 --host-slack 15 --work "$WORK" "$@" \
+out=$("$HERE/rnbd-vm" run --timeout 5 --host-slack 15 --work "$WORK" \
+	--summary "$WORK/summary" "$@" \
 	"$HERE/tests/pass.sh" "$HERE/tests/warn.sh" "$HERE/tests/hang.sh" \
 	"$HERE/tests/pass.sh" 2>&1)
 rc=$?
@@ -29,6 +30,8 @@ expect '# timed out in hang.sh'
 expect '^not ok 4 selftests: rnbd: pass.sh$'
 expect '# not run: timed out'
 [ $rc -ne 0 ] || { echo "rnbd-vm exited 0 with failed tests"; fail=1; }
+summary=$(cat "$WORK/summary" 2>/dev/null)
+[ "$summary" = "1 3 0" ] || { echo "summary '$summary', expected '1 3 0'"; fail=1; }
 if pgrep -f "qemu-system.*$WORK" >/dev/null; then
 	echo "QEMU left running"
 	pkill -9 -f "qemu-system.*$WORK"
