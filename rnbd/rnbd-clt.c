@@ -8,6 +8,8 @@
 #include <linux/device.h>
 #include <linux/module.h>
 
+#include "rnbd-proto.h"
+
 /* Block major of /dev/rnbdN, assigned at load. */
 static int rnbd_clt_major;
 

@@ -8,6 +8,8 @@
 #include <linux/kdev_t.h>
 #include <linux/module.h>
 
+#include "rnbd-proto.h"
+
 /* /sys/class/rnbd-server/: holds the control device. */
 static struct class rnbd_srv_class = {
 	.name = "rnbd-server",

@@ -10,6 +10,7 @@
 #include <rdma/ib.h>
 #include <rdma/rdma_cm.h>
 
+#include "rtrs-pri.h"
 #include "rtrs.h"
 
 /*
