@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * RTRS wire format: what the client and the server put on the wire, and
- * the limits both sides agree on.  Protocol 2.0, compatible with the RTRS
- * of upstream Linux.
+ * RTRS private header: the wire format, what the client and the server put
+ * on the wire and the limits both agree on (protocol 2.0, compatible with
+ * the RTRS of upstream Linux), then what rtrs-core offers both sides.
  *
- * Every multi-byte field is little endian.  The sizes are pinned: a change
- * here is a change of the protocol.
+ * Every multi-byte field on the wire is little endian.  The sizes are
+ * pinned: a change there is a change of the protocol.
  */
 #ifndef RTRS_PRI_H
 #define RTRS_PRI_H
@@ -15,6 +15,9 @@
 #include <linux/limits.h>
 #include <linux/types.h>
 #include <linux/uuid.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
 
 #define RTRS_PROTO_VER_MAJOR	2
 #define RTRS_PROTO_VER_MINOR	0
@@ -248,5 +251,151 @@ static_assert(sizeof(struct rtrs_msg_info_rsp) == 8);
 static_assert(sizeof(struct rtrs_msg_rkey_rsp) == 8);
 static_assert(sizeof(struct rtrs_msg_rdma_read) == 8);
 static_assert(sizeof(struct rtrs_msg_rdma_write) == 4);
+
+/* What rtrs-core offers both sides. */
+
+#define rtrs_path_err(path, fmt, ...)					\
+	pr_err("%s: " fmt, (path)->sessname, ##__VA_ARGS__)
+#define rtrs_path_err_rl(path, fmt, ...)				\
+	pr_err_ratelimited("%s: " fmt, (path)->sessname, ##__VA_ARGS__)
+#define rtrs_path_info(path, fmt, ...)					\
+	pr_info("%s: " fmt, (path)->sessname, ##__VA_ARGS__)
+
+/**
+ * struct rtrs_ib_dev - an RDMA device and our protection domain on it,
+ *			shared by the paths of one side that use the device
+ * @ib_dev: the device
+ * @pd: the protection domain
+ * @ref: one per path using it; the last put frees it
+ * @entry: in its pool's list
+ * @pool: the pool it belongs to
+ */
+struct rtrs_ib_dev {
+	struct ib_device *ib_dev;
+	struct ib_pd *pd;
+	struct kref ref;
+	struct list_head entry;
+	struct rtrs_ib_dev_pool *pool;
+};
+
+/**
+ * struct rtrs_ib_dev_pool - the devices in use by one side
+ * @mutex: protects @list and the refcounts' transitions from and to zero
+ * @list: of struct rtrs_ib_dev
+ */
+struct rtrs_ib_dev_pool {
+	struct mutex mutex;	/* protects list, and kref 0 <-> 1 */
+	struct list_head list;
+};
+
+void rtrs_ib_dev_pool_init(struct rtrs_ib_dev_pool *pool);
+void rtrs_ib_dev_pool_destroy(struct rtrs_ib_dev_pool *pool);
+struct rtrs_ib_dev *rtrs_ib_dev_get(struct rtrs_ib_dev_pool *pool,
+				    struct ib_device *ib_dev);
+void rtrs_ib_dev_put(struct rtrs_ib_dev *dev);
+
+/**
+ * struct rtrs_iu - an information unit: a DMA-mapped buffer for one
+ *		    message sent or received with IB_WR_SEND
+ * @cqe: its completion
+ * @buf: the message
+ * @size: the size of @buf
+ * @dma_addr: @buf mapped for the device
+ * @dir: DMA_TO_DEVICE to send, DMA_FROM_DEVICE to receive
+ */
+struct rtrs_iu {
+	struct ib_cqe cqe;
+	void *buf;
+	size_t size;
+	dma_addr_t dma_addr;
+	enum dma_data_direction dir;
+};
+
+struct rtrs_path;
+
+/**
+ * struct rtrs_con - one RDMA connection of a path
+ * @path: the path it belongs to
+ * @cm_id: its rdma_cm id
+ * @qp: its queue pair
+ * @cq: the completion queue of both its send and receive queues
+ * @cid: its index in the path; 0 is the admin connection
+ * @nr_cqe: the size of @cq
+ * @sq_wr_avail: free entries of the send queue
+ */
+struct rtrs_con {
+	struct rtrs_path *path;
+	struct rdma_cm_id *cm_id;
+	struct ib_qp *qp;
+	struct ib_cq *cq;
+	unsigned int cid;
+	unsigned int nr_cqe;
+	atomic_t sq_wr_avail;
+};
+
+/**
+ * struct rtrs_path - what both sides keep of a path
+ * @sessname: the session's name
+ * @src_addr: local address
+ * @dst_addr: peer's address
+ * @uuid: the path's uuid (paths_uuid on the wire)
+ * @con: the connections, @con_num of them
+ * @con_num: admin connection plus IO connections
+ * @dev: the RDMA device of the path
+ * @hb_cqe: completion of heartbeat messages
+ * @hb_err_handler: called, in @hb_wq, when @hb_missed_max heartbeats in a
+ *		    row went unanswered
+ * @hb_wq: runs @hb_dwork
+ * @hb_dwork: sends a heartbeat every @hb_interval_ms
+ * @hb_interval_ms: heartbeat period
+ * @hb_missed_cnt: heartbeats sent since the peer was last heard from
+ * @hb_missed_max: tolerated unanswered heartbeats
+ * @hb_last_sent: when the last heartbeat was sent
+ * @hb_cur_latency: round trip of the last answered heartbeat
+ */
+struct rtrs_path {
+	char sessname[NAME_MAX];
+	struct sockaddr_storage src_addr;
+	struct sockaddr_storage dst_addr;
+	uuid_t uuid;
+	struct rtrs_con **con;
+	unsigned int con_num;
+	struct rtrs_ib_dev *dev;
+	struct ib_cqe *hb_cqe;
+	void (*hb_err_handler)(struct rtrs_path *path);
+	struct workqueue_struct *hb_wq;
+	struct delayed_work hb_dwork;
+	unsigned int hb_interval_ms;
+	unsigned int hb_missed_cnt;
+	unsigned int hb_missed_max;
+	ktime_t hb_last_sent;
+	ktime_t hb_cur_latency;
+};
+
+struct rtrs_iu *rtrs_iu_alloc(struct ib_device *dev, size_t size,
+			      enum dma_data_direction dir, gfp_t gfp,
+			      void (*done)(struct ib_cq *cq, struct ib_wc *wc));
+void rtrs_iu_free(struct rtrs_iu *iu, struct ib_device *dev);
+int rtrs_iu_post_recv(struct rtrs_con *con, struct rtrs_iu *iu);
+int rtrs_iu_post_send(struct rtrs_con *con, struct rtrs_iu *iu, size_t len,
+		      struct ib_send_wr *head);
+int rtrs_post_recv_empty(struct rtrs_con *con, struct ib_cqe *cqe);
+int rtrs_post_write_imm_empty(struct rtrs_con *con, struct ib_cqe *cqe,
+			      u32 imm, enum ib_send_flags flags,
+			      struct ib_send_wr *head);
+
+int rtrs_con_create_qp(struct rtrs_con *con, struct ib_pd *pd,
+		       u32 max_send_wr, u32 max_recv_wr, u32 max_send_sge,
+		       int cq_vector, enum ib_poll_context poll_ctx);
+void rtrs_con_destroy_qp(struct rtrs_con *con);
+
+void rtrs_hb_init(struct rtrs_path *path, struct ib_cqe *cqe,
+		  void (*err_handler)(struct rtrs_path *path),
+		  struct workqueue_struct *wq);
+void rtrs_hb_start(struct rtrs_path *path);
+void rtrs_hb_stop(struct rtrs_path *path);
+void rtrs_hb_send_ack(struct rtrs_path *path);
+void rtrs_hb_heard(struct rtrs_path *path);
+void rtrs_hb_ack_received(struct rtrs_path *path);
 
 #endif /* RTRS_PRI_H */

@@ -6,6 +6,7 @@
 
 #include <linux/inet.h>
 #include <linux/module.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 #include <rdma/ib.h>
 #include <rdma/rdma_cm.h>
@@ -121,6 +122,405 @@ int rtrs_sockaddr_to_str(const struct sockaddr *addr, char *buf, size_t len)
 	}
 }
 EXPORT_SYMBOL_GPL(rtrs_sockaddr_to_str);
+
+/*
+ * The RDMA devices in use by one side, each with its protection domain,
+ * shared by all the paths on that device.
+ */
+void rtrs_ib_dev_pool_init(struct rtrs_ib_dev_pool *pool)
+{
+	mutex_init(&pool->mutex);
+	INIT_LIST_HEAD(&pool->list);
+}
+EXPORT_SYMBOL_GPL(rtrs_ib_dev_pool_init);
+
+void rtrs_ib_dev_pool_destroy(struct rtrs_ib_dev_pool *pool)
+{
+	WARN_ON(!list_empty(&pool->list));
+	mutex_destroy(&pool->mutex);
+}
+EXPORT_SYMBOL_GPL(rtrs_ib_dev_pool_destroy);
+
+/**
+ * rtrs_ib_dev_get() - take a reference on the pool's entry for a device
+ * @pool: the side's pool
+ * @ib_dev: the device of a new path
+ *
+ * Context: process; takes the pool's mutex.
+ * Return: the entry, made with a new protection domain when the device
+ * was not in use yet, or NULL when that failed.
+ */
+struct rtrs_ib_dev *rtrs_ib_dev_get(struct rtrs_ib_dev_pool *pool,
+				    struct ib_device *ib_dev)
+{
+	struct rtrs_ib_dev *dev;
+
+	mutex_lock(&pool->mutex);
+	list_for_each_entry(dev, &pool->list, entry) {
+		if (dev->ib_dev == ib_dev) {
+			kref_get(&dev->ref);
+			goto out;
+		}
+	}
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	if (!dev)
+		goto out;
+	dev->pd = ib_alloc_pd(ib_dev, 0);
+	if (IS_ERR(dev->pd)) {
+		pr_err("cannot allocate a protection domain on %s: %ld\n",
+		       dev_name(&ib_dev->dev), PTR_ERR(dev->pd));
+		kfree(dev);
+		dev = NULL;
+		goto out;
+	}
+	dev->ib_dev = ib_dev;
+	dev->pool = pool;
+	kref_init(&dev->ref);
+	list_add(&dev->entry, &pool->list);
+out:
+	mutex_unlock(&pool->mutex);
+	return dev;
+}
+EXPORT_SYMBOL_GPL(rtrs_ib_dev_get);
+
+static void rtrs_ib_dev_release(struct kref *ref)
+{
+	struct rtrs_ib_dev *dev = container_of(ref, struct rtrs_ib_dev, ref);
+
+	lockdep_assert_held(&dev->pool->mutex);
+	list_del(&dev->entry);
+	ib_dealloc_pd(dev->pd);
+	kfree(dev);
+}
+
+void rtrs_ib_dev_put(struct rtrs_ib_dev *dev)
+{
+	struct rtrs_ib_dev_pool *pool = dev->pool;
+
+	/* Under the mutex: a get must not find an entry on its way out. */
+	mutex_lock(&pool->mutex);
+	kref_put(&dev->ref, rtrs_ib_dev_release);
+	mutex_unlock(&pool->mutex);
+}
+EXPORT_SYMBOL_GPL(rtrs_ib_dev_put);
+
+/**
+ * rtrs_iu_alloc() - allocate and map the buffer of one message
+ * @dev: the device that will send or receive it
+ * @size: its size
+ * @dir: DMA_TO_DEVICE to send, DMA_FROM_DEVICE to receive
+ * @gfp: allocation flags
+ * @done: its completion handler
+ *
+ * Return: the information unit, or NULL.
+ */
+struct rtrs_iu *rtrs_iu_alloc(struct ib_device *dev, size_t size,
+			      enum dma_data_direction dir, gfp_t gfp,
+			      void (*done)(struct ib_cq *cq, struct ib_wc *wc))
+{
+	struct rtrs_iu *iu;
+
+	iu = kzalloc(sizeof(*iu), gfp);
+	if (!iu)
+		return NULL;
+	iu->buf = kzalloc(size, gfp);
+	if (!iu->buf)
+		goto out_free_iu;
+	iu->dma_addr = ib_dma_map_single(dev, iu->buf, size, dir);
+	if (ib_dma_mapping_error(dev, iu->dma_addr))
+		goto out_free_buf;
+	iu->size = size;
+	iu->dir = dir;
+	iu->cqe.done = done;
+	return iu;
+
+out_free_buf:
+	kfree(iu->buf);
+out_free_iu:
+	kfree(iu);
+	return NULL;
+}
+EXPORT_SYMBOL_GPL(rtrs_iu_alloc);
+
+void rtrs_iu_free(struct rtrs_iu *iu, struct ib_device *dev)
+{
+	if (!iu)
+		return;
+	ib_dma_unmap_single(dev, iu->dma_addr, iu->size, iu->dir);
+	kfree(iu->buf);
+	kfree(iu);
+}
+EXPORT_SYMBOL_GPL(rtrs_iu_free);
+
+int rtrs_iu_post_recv(struct rtrs_con *con, struct rtrs_iu *iu)
+{
+	struct ib_sge sge = {
+		.addr = iu->dma_addr,
+		.length = iu->size,
+		.lkey = con->path->dev->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &iu->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	return ib_post_recv(con->qp, &wr, NULL);
+}
+EXPORT_SYMBOL_GPL(rtrs_iu_post_recv);
+
+/* Post @wr behind the chain @head, if any. */
+static int rtrs_post_send_chain(struct ib_qp *qp, struct ib_send_wr *head,
+				struct ib_send_wr *wr)
+{
+	struct ib_send_wr *tail;
+
+	if (head) {
+		for (tail = head; tail->next; tail = tail->next)
+			;
+		tail->next = wr;
+	} else {
+		head = wr;
+	}
+	return ib_post_send(qp, head, NULL);
+}
+
+/**
+ * rtrs_iu_post_send() - send the first @len bytes of a message
+ * @con: the connection
+ * @iu: the message, mapped DMA_TO_DEVICE
+ * @len: bytes to send
+ * @head: work requests to post before it, or NULL
+ *
+ * The send is signaled: @iu's completion runs when it is done.
+ *
+ * Return: 0 or the error of ib_post_send().
+ */
+int rtrs_iu_post_send(struct rtrs_con *con, struct rtrs_iu *iu, size_t len,
+		      struct ib_send_wr *head)
+{
+	struct ib_device *dev = con->path->dev->ib_dev;
+	struct ib_sge sge = {
+		.addr = iu->dma_addr,
+		.length = len,
+		.lkey = con->path->dev->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe = &iu->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+
+	ib_dma_sync_single_for_device(dev, iu->dma_addr, len, DMA_TO_DEVICE);
+	return rtrs_post_send_chain(con->qp, head, &wr);
+}
+EXPORT_SYMBOL_GPL(rtrs_iu_post_send);
+
+/* A receive for a peer's RDMA WRITE WITH IMM: no buffer, only the imm. */
+int rtrs_post_recv_empty(struct rtrs_con *con, struct ib_cqe *cqe)
+{
+	struct ib_recv_wr wr = {
+		.wr_cqe = cqe,
+	};
+
+	return ib_post_recv(con->qp, &wr, NULL);
+}
+EXPORT_SYMBOL_GPL(rtrs_post_recv_empty);
+
+/**
+ * rtrs_post_write_imm_empty() - send a bare immediate to the peer
+ * @con: the connection
+ * @cqe: its completion, when @flags has IB_SEND_SIGNALED
+ * @imm: the immediate, host order
+ * @flags: ib_send_flags
+ * @head: work requests to post before it, or NULL
+ *
+ * A zero-length RDMA WRITE WITH IMM: it consumes one receive of the peer,
+ * whose completion carries @imm.
+ *
+ * Return: 0 or the error of ib_post_send().
+ */
+int rtrs_post_write_imm_empty(struct rtrs_con *con, struct ib_cqe *cqe,
+			      u32 imm, enum ib_send_flags flags,
+			      struct ib_send_wr *head)
+{
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_cqe = cqe,
+			.opcode = IB_WR_RDMA_WRITE_WITH_IMM,
+			.send_flags = flags,
+			.ex.imm_data = cpu_to_be32(imm),
+		},
+	};
+
+	return rtrs_post_send_chain(con->qp, head, &wr.wr);
+}
+EXPORT_SYMBOL_GPL(rtrs_post_write_imm_empty);
+
+static void rtrs_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct rtrs_con *con = ctx;
+
+	rtrs_path_info(con->path, "connection %u: QP event %s (%d)\n",
+		       con->cid, ib_event_msg(ev->event), ev->event);
+}
+
+/**
+ * rtrs_con_create_qp() - make the completion and queue pair of a connection
+ * @con: the connection, whose @cm_id has its device resolved
+ * @pd: the protection domain
+ * @max_send_wr: send queue depth wanted; clamped to what the device has
+ * @max_recv_wr: receive queue depth wanted; clamped likewise
+ * @max_send_sge: sg entries per send
+ * @cq_vector: completion vector
+ * @poll_ctx: how the completion queue is polled
+ *
+ * Return: 0 or a negative errno.
+ */
+int rtrs_con_create_qp(struct rtrs_con *con, struct ib_pd *pd,
+		       u32 max_send_wr, u32 max_recv_wr, u32 max_send_sge,
+		       int cq_vector, enum ib_poll_context poll_ctx)
+{
+	struct ib_device *dev = con->cm_id->device;
+	struct ib_qp_init_attr init = {};
+	u32 max_wr = dev->attrs.max_qp_wr;
+	int err;
+
+	max_send_wr = min(max_send_wr, max_wr);
+	max_recv_wr = min(max_recv_wr, max_wr);
+	con->nr_cqe = max_send_wr + max_recv_wr;
+	con->cq = ib_alloc_cq(dev, con, con->nr_cqe, cq_vector, poll_ctx);
+	if (IS_ERR(con->cq)) {
+		err = PTR_ERR(con->cq);
+		con->cq = NULL;
+		return err;
+	}
+
+	init.event_handler = rtrs_qp_event;
+	init.qp_context = con;
+	init.send_cq = con->cq;
+	init.recv_cq = con->cq;
+	init.cap.max_send_wr = max_send_wr;
+	init.cap.max_recv_wr = max_recv_wr;
+	init.cap.max_send_sge = min_t(u32, max_send_sge, dev->attrs.max_send_sge);
+	init.cap.max_recv_sge = 1;
+	init.sq_sig_type = IB_SIGNAL_REQ_WR;
+	init.qp_type = IB_QPT_RC;
+	err = rdma_create_qp(con->cm_id, pd, &init);
+	if (err) {
+		ib_free_cq(con->cq);
+		con->cq = NULL;
+		return err;
+	}
+	con->qp = con->cm_id->qp;
+	atomic_set(&con->sq_wr_avail, max_send_wr);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(rtrs_con_create_qp);
+
+void rtrs_con_destroy_qp(struct rtrs_con *con)
+{
+	if (con->qp) {
+		rdma_destroy_qp(con->cm_id);
+		con->qp = NULL;
+	}
+	if (con->cq) {
+		ib_free_cq(con->cq);
+		con->cq = NULL;
+	}
+}
+EXPORT_SYMBOL_GPL(rtrs_con_destroy_qp);
+
+/*
+ * Heartbeats: every hb_interval_ms each side writes an HB_MSG immediate on
+ * the admin connection and the peer answers with HB_ACK.  Anything heard
+ * from the peer resets the count of unanswered heartbeats; when it reaches
+ * hb_missed_max the path is declared dead through hb_err_handler.
+ */
+static void rtrs_hb_work(struct work_struct *work)
+{
+	struct rtrs_path *path = container_of(to_delayed_work(work),
+					      struct rtrs_path, hb_dwork);
+	u32 missed = READ_ONCE(path->hb_missed_cnt);
+	int err;
+
+	if (missed >= path->hb_missed_max) {
+		rtrs_path_err(path, "%u heartbeats missed, closing the path\n",
+			      missed);
+		path->hb_err_handler(path);
+		return;
+	}
+	WRITE_ONCE(path->hb_missed_cnt, missed + 1);
+	path->hb_last_sent = ktime_get();
+	err = rtrs_post_write_imm_empty(path->con[0], path->hb_cqe,
+					rtrs_imm(RTRS_HB_MSG_IMM, 0),
+					IB_SEND_SIGNALED, NULL);
+	if (err) {
+		rtrs_path_err(path, "cannot send a heartbeat: %d\n", err);
+		path->hb_err_handler(path);
+		return;
+	}
+	queue_delayed_work(path->hb_wq, &path->hb_dwork,
+			   msecs_to_jiffies(path->hb_interval_ms));
+}
+
+void rtrs_hb_init(struct rtrs_path *path, struct ib_cqe *cqe,
+		  void (*err_handler)(struct rtrs_path *path),
+		  struct workqueue_struct *wq)
+{
+	path->hb_cqe = cqe;
+	path->hb_err_handler = err_handler;
+	path->hb_wq = wq;
+	path->hb_interval_ms = RTRS_HB_INTERVAL_MS;
+	path->hb_missed_max = RTRS_HB_MISSED_MAX;
+	INIT_DELAYED_WORK(&path->hb_dwork, rtrs_hb_work);
+}
+EXPORT_SYMBOL_GPL(rtrs_hb_init);
+
+void rtrs_hb_start(struct rtrs_path *path)
+{
+	WRITE_ONCE(path->hb_missed_cnt, 0);
+	queue_delayed_work(path->hb_wq, &path->hb_dwork,
+			   msecs_to_jiffies(path->hb_interval_ms));
+}
+EXPORT_SYMBOL_GPL(rtrs_hb_start);
+
+void rtrs_hb_stop(struct rtrs_path *path)
+{
+	cancel_delayed_work_sync(&path->hb_dwork);
+}
+EXPORT_SYMBOL_GPL(rtrs_hb_stop);
+
+/* Answer a peer's HB_MSG; called from the completion of its receive. */
+void rtrs_hb_send_ack(struct rtrs_path *path)
+{
+	int err;
+
+	err = rtrs_post_write_imm_empty(path->con[0], path->hb_cqe,
+					rtrs_imm(RTRS_HB_ACK_IMM, 0),
+					IB_SEND_SIGNALED, NULL);
+	/* Not fatal here: the peer counts our silence and closes the path. */
+	if (err)
+		rtrs_path_err_rl(path, "cannot answer a heartbeat: %d\n", err);
+}
+EXPORT_SYMBOL_GPL(rtrs_hb_send_ack);
+
+/* The peer spoke: the path is alive. */
+void rtrs_hb_heard(struct rtrs_path *path)
+{
+	WRITE_ONCE(path->hb_missed_cnt, 0);
+}
+EXPORT_SYMBOL_GPL(rtrs_hb_heard);
+
+/* The peer answered our last heartbeat: that round trip is the latency. */
+void rtrs_hb_ack_received(struct rtrs_path *path)
+{
+	path->hb_cur_latency = ktime_sub(ktime_get(), path->hb_last_sent);
+	rtrs_hb_heard(path);
+}
+EXPORT_SYMBOL_GPL(rtrs_hb_ack_received);
 
 MODULE_DESCRIPTION("RDMA Transport (RTRS) core");
 MODULE_LICENSE("GPL");

@@ -3,12 +3,19 @@
  * RTRS: RDMA transport, the API offered to its users (ULPs such as RNBD).
  *
  * This header is all a ULP may include from RTRS.
+ *
+ * A client session is a set of paths to one server; each IO is a request
+ * of the ULP: a user header (at most max_hdr_size bytes, delivered to the
+ * server's ULP as is) and data, written to the server (WRITE) or read from
+ * it (READ).  The server's ULP answers each request with an errno.
  */
 #ifndef RTRS_H
 #define RTRS_H
 
+#include <linux/scatterlist.h>
 #include <linux/socket.h>
 #include <linux/types.h>
+#include <linux/uio.h>
 
 /**
  * struct rtrs_addr - the two ends of one path
@@ -24,5 +31,138 @@ struct rtrs_addr {
 int rtrs_addr_to_sockaddr(const char *str, size_t len, u16 port,
 			  struct rtrs_addr *addr);
 int rtrs_sockaddr_to_str(const struct sockaddr *addr, char *buf, size_t len);
+
+/* Client side */
+
+struct rtrs_clt_sess;
+struct rtrs_permit;
+
+enum rtrs_clt_link_ev {
+	RTRS_CLT_LINK_EV_RECONNECTED,
+	RTRS_CLT_LINK_EV_DISCONNECTED,
+};
+
+/**
+ * struct rtrs_clt_ops - what the ULP gives a client session
+ * @priv: passed back to @link_ev
+ * @link_ev: called when the session lost its last path (DISCONNECTED) or
+ *	     got one back (RECONNECTED); may sleep
+ */
+struct rtrs_clt_ops {
+	void *priv;
+	void (*link_ev)(void *priv, enum rtrs_clt_link_ev ev);
+};
+
+/**
+ * struct rtrs_clt_open_args - parameters of rtrs_clt_open()
+ * @sessname: the session's name, also its name on the server
+ * @paths: the paths to open
+ * @path_cnt: number of @paths
+ * @port: the server's port
+ * @pdu_sz: bytes of ULP private data in each permit
+ * @reconnect_delay_sec: base delay between reconnect attempts
+ * @max_reconnect_attempts: -1 for ever, else at most this many
+ * @nr_poll_queues: connections per path polled by the ULP, not by IRQ
+ */
+struct rtrs_clt_open_args {
+	const char *sessname;
+	const struct rtrs_addr *paths;
+	size_t path_cnt;
+	u16 port;
+	size_t pdu_sz;
+	u8 reconnect_delay_sec;
+	s16 max_reconnect_attempts;
+	u32 nr_poll_queues;
+};
+
+struct rtrs_clt_sess *rtrs_clt_open(const struct rtrs_clt_ops *ops,
+				    const struct rtrs_clt_open_args *args);
+void rtrs_clt_close(struct rtrs_clt_sess *sess);
+
+enum rtrs_clt_con_type {
+	RTRS_ADMIN_CON,
+	RTRS_IO_CON,
+};
+
+/* May rtrs_clt_get_permit() sleep until a permit is free? */
+enum rtrs_permit_wait {
+	RTRS_PERMIT_NOWAIT,
+	RTRS_PERMIT_WAIT,
+};
+
+struct rtrs_permit *rtrs_clt_get_permit(struct rtrs_clt_sess *sess,
+					enum rtrs_clt_con_type con_type,
+					enum rtrs_permit_wait wait);
+void rtrs_clt_put_permit(struct rtrs_clt_sess *sess,
+			 struct rtrs_permit *permit);
+void *rtrs_permit_to_pdu(struct rtrs_permit *permit);
+
+/**
+ * struct rtrs_clt_req_ops - completion of a request
+ * @priv: passed back to @conf_fn
+ * @conf_fn: called once per request with 0 or a negative errno, in
+ *	     softirq or process context
+ */
+struct rtrs_clt_req_ops {
+	void *priv;
+	void (*conf_fn)(void *priv, int errno);
+};
+
+int rtrs_clt_request(int dir, const struct rtrs_clt_req_ops *ops,
+		     struct rtrs_clt_sess *sess, struct rtrs_permit *permit,
+		     const struct kvec *vec, size_t nr, size_t len,
+		     struct scatterlist *sg, unsigned int sg_cnt);
+int rtrs_clt_rdma_cq_direct(struct rtrs_clt_sess *sess, unsigned int index);
+
+/**
+ * struct rtrs_attrs - what a client session can carry
+ * @queue_depth: number of permits, that is IOs in flight
+ * @max_io_size: largest data part of a request, in bytes
+ * @max_segments: largest number of sg entries of a request
+ */
+struct rtrs_attrs {
+	u32 queue_depth;
+	u32 max_io_size;
+	u32 max_segments;
+};
+
+int rtrs_clt_query(struct rtrs_clt_sess *sess, struct rtrs_attrs *attr);
+
+/* Server side */
+
+struct rtrs_srv_ctx;
+struct rtrs_srv_sess;
+struct rtrs_srv_op;
+
+enum rtrs_srv_link_ev {
+	RTRS_SRV_LINK_EV_CONNECTED,
+	RTRS_SRV_LINK_EV_DISCONNECTED,
+};
+
+/**
+ * struct rtrs_srv_ops - what the ULP gives the server
+ * @rdma_ev: an IO of a client.  For a WRITE, @data holds the @datalen
+ *	     bytes written; for a READ, the ULP fills @data with @datalen
+ *	     bytes.  @usr is the request's user header.  The ULP answers with
+ *	     rtrs_srv_resp_rdma(), now or later; a non-zero return answers
+ *	     with that error at once.  Called in softirq context.
+ * @link_ev: a session appeared (CONNECTED: a non-zero return refuses it)
+ *	     or lost its last path and is gone (DISCONNECTED); may sleep.
+ *	     @priv is what rtrs_srv_set_sess_priv() set.
+ */
+struct rtrs_srv_ops {
+	int (*rdma_ev)(void *priv, struct rtrs_srv_op *id, void *data,
+		       size_t datalen, const void *usr, size_t usrlen);
+	int (*link_ev)(struct rtrs_srv_sess *sess, enum rtrs_srv_link_ev ev,
+		       void *priv);
+};
+
+struct rtrs_srv_ctx *rtrs_srv_open(const struct rtrs_srv_ops *ops, u16 port);
+void rtrs_srv_close(struct rtrs_srv_ctx *ctx);
+bool rtrs_srv_resp_rdma(struct rtrs_srv_op *id, int errno);
+void rtrs_srv_set_sess_priv(struct rtrs_srv_sess *sess, void *priv);
+int rtrs_srv_get_path_name(struct rtrs_srv_sess *sess, char *pathname,
+			   size_t len);
+int rtrs_srv_get_queue_depth(struct rtrs_srv_sess *sess);
 
 #endif /* RTRS_H */
