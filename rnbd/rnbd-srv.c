@@ -1,48 +1,353 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * RNBD server: exports local block devices to RNBD clients over RTRS.
+ *
+ * Each RTRS session of a client is an RNBD session.  Its messages come as
+ * the user header of RTRS requests: SESS_INFO and OPEN are READs whose
+ * data is our answer, CLOSE and the IO of READ and WRITE carry their
+ * header, and the data of the IO.  Nothing in them is trusted.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/device.h>
 #include <linux/kdev_t.h>
 #include <linux/module.h>
+#include <linux/slab.h>
 
-#include "rnbd-proto.h"
+#include "rnbd-srv.h"
 
-/* /sys/class/rnbd-server/: holds the control device. */
-static struct class rnbd_srv_class = {
-	.name = "rnbd-server",
+static u16 rnbd_srv_port = RNBD_DEFAULT_PORT;
+char rnbd_srv_dev_search_path[PATH_MAX] = "/";
+
+static int rnbd_srv_set_port(const char *val, const struct kernel_param *kp)
+{
+	u16 port;
+
+	if (kstrtou16(val, 0, &port) || !port) {
+		pr_err("port_nr must be 1 to 65535, got '%s'\n", val);
+		return -EINVAL;
+	}
+	*(u16 *)kp->arg = port;
+	return 0;
+}
+
+static const struct kernel_param_ops rnbd_srv_port_ops = {
+	.set = rnbd_srv_set_port,
+	.get = param_get_ushort,
 };
 
-/* /sys/class/rnbd-server/ctl: parent of the exported devices. */
-static struct device *rnbd_srv_ctl_dev;
+static int rnbd_srv_set_search_path(const char *val,
+				    const struct kernel_param *kp)
+{
+	size_t len = strcspn(val, "\n");
+
+	if (val[0] != '/' || len >= PATH_MAX) {
+		pr_err("dev_search_path must be an absolute path shorter than %d characters\n",
+		       PATH_MAX);
+		return -EINVAL;
+	}
+	memcpy(rnbd_srv_dev_search_path, val, len);
+	rnbd_srv_dev_search_path[len] = '\0';
+	return 0;
+}
+
+static int rnbd_srv_get_search_path(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", rnbd_srv_dev_search_path);
+}
+
+static const struct kernel_param_ops rnbd_srv_search_path_ops = {
+	.set = rnbd_srv_set_search_path,
+	.get = rnbd_srv_get_search_path,
+};
+
+module_param_cb(port_nr, &rnbd_srv_port_ops, &rnbd_srv_port, 0444);
+MODULE_PARM_DESC(port_nr, "The port RNBD clients connect to (default 1234)");
+module_param_cb(dev_search_path, &rnbd_srv_search_path_ops, NULL, 0444);
+MODULE_PARM_DESC(dev_search_path,
+		 "Directory the clients' device paths are relative to; %SESSNAME% stands for the session's name (default /)");
+
+static struct rtrs_srv_ctx *rnbd_srv_rtrs;
+
+/* Protects rnbd_srv_sessions. */
+static DEFINE_MUTEX(rnbd_srv_sessions_mutex);
+static LIST_HEAD(rnbd_srv_sessions);
+
+/* Sessions */
+
+static int rnbd_srv_sess_connected(struct rtrs_srv_sess *rtrs)
+{
+	struct rnbd_srv_session *sess;
+	int err;
+
+	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
+	if (!sess)
+		return -ENOMEM;
+	err = rtrs_srv_get_path_name(rtrs, sess->sessname,
+				     sizeof(sess->sessname));
+	if (err) {
+		kfree(sess);
+		return err;
+	}
+	sess->rtrs = rtrs;
+	mutex_init(&sess->lock);
+	xa_init_flags(&sess->sess_devs, XA_FLAGS_ALLOC);
+	mutex_lock(&rnbd_srv_sessions_mutex);
+	list_add(&sess->entry, &rnbd_srv_sessions);
+	mutex_unlock(&rnbd_srv_sessions_mutex);
+	rtrs_srv_set_sess_priv(rtrs, sess);
+	rnbd_srv_info(sess, "session up\n");
+	return 0;
+}
+
+/**
+ * rnbd_srv_close_sess_dev() - unmap a device from its session
+ * @sess_dev: the device, still in its session's map
+ *
+ * Waits for the device's IO in flight.  Context: process.
+ */
+void rnbd_srv_close_sess_dev(struct rnbd_srv_sess_dev *sess_dev)
+{
+	struct rnbd_srv_session *sess = sess_dev->sess;
+
+	mutex_lock(&sess->lock);
+	xa_erase(&sess->sess_devs, sess_dev->device_id);
+	mutex_unlock(&sess->lock);
+	percpu_ref_kill(&sess_dev->inflight);
+	wait_for_completion(&sess_dev->inflight_done);
+	rnbd_srv_info(sess, "device %s closed\n", sess_dev->mapping_path);
+	rnbd_srv_sess_dev_sysfs_del(sess_dev);
+	rnbd_srv_release_sess_dev(sess_dev);
+}
+
+static void rnbd_srv_sess_disconnected(struct rnbd_srv_session *sess)
+{
+	struct rnbd_srv_sess_dev *sess_dev;
+	unsigned long id;
+
+	mutex_lock(&rnbd_srv_sessions_mutex);
+	list_del(&sess->entry);
+	mutex_unlock(&rnbd_srv_sessions_mutex);
+	mutex_lock(&sess->lock);
+	sess->closing = true;
+	mutex_unlock(&sess->lock);
+	xa_for_each(&sess->sess_devs, id, sess_dev)
+		rnbd_srv_close_sess_dev(sess_dev);
+	xa_destroy(&sess->sess_devs);
+	rnbd_srv_info(sess, "session closed\n");
+	mutex_destroy(&sess->lock);
+	kfree(sess);
+}
+
+static int rnbd_srv_link_ev(struct rtrs_srv_sess *rtrs,
+			    enum rtrs_srv_link_ev ev, void *priv)
+{
+	switch (ev) {
+	case RTRS_SRV_LINK_EV_CONNECTED:
+		return rnbd_srv_sess_connected(rtrs);
+	case RTRS_SRV_LINK_EV_DISCONNECTED:
+		rnbd_srv_sess_disconnected(priv);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Messages */
+
+static int rnbd_srv_sess_info(struct rnbd_srv_session *sess, const void *usr,
+			      size_t usrlen, void *data, size_t datalen)
+{
+	const struct rnbd_msg_sess_info *msg = usr;
+	struct rnbd_msg_sess_info_rsp *rsp = data;
+
+	if (usrlen < sizeof(*msg) || datalen < sizeof(*rsp)) {
+		rnbd_srv_err(sess, "SESS_INFO of %zu bytes for %zu\n", usrlen,
+			     datalen);
+		return -EINVAL;
+	}
+	sess->ver = min_t(u8, msg->ver, RNBD_PROTO_VER_MAJOR);
+	memset(rsp, 0, sizeof(*rsp));
+	rsp->hdr.type = cpu_to_le16(RNBD_MSG_SESS_INFO_RSP);
+	rsp->ver = sess->ver;
+	return 0;
+}
+
+static int rnbd_srv_add_sess_dev(struct rnbd_srv_session *sess,
+				 struct rnbd_srv_sess_dev *sess_dev)
+{
+	int err = -ECONNRESET;
+
+	mutex_lock(&sess->lock);
+	if (!sess->closing)
+		err = xa_alloc(&sess->sess_devs, &sess_dev->device_id,
+			       sess_dev, xa_limit_32b, GFP_KERNEL);
+	mutex_unlock(&sess->lock);
+	return err;
+}
+
+static int rnbd_srv_open(struct rnbd_srv_session *sess, const void *usr,
+			 size_t usrlen, void *data, size_t datalen)
+{
+	struct rnbd_srv_sess_dev *sess_dev;
+	struct rnbd_msg_open msg;
+	int err;
+
+	if (usrlen < sizeof(msg) ||
+	    datalen < sizeof(struct rnbd_msg_open_rsp)) {
+		rnbd_srv_err(sess, "OPEN of %zu bytes for %zu\n", usrlen,
+			     datalen);
+		return -EINVAL;
+	}
+	/* The answer goes where the message is: keep a copy. */
+	memcpy(&msg, usr, sizeof(msg));
+	err = rnbd_srv_open_sess_dev(sess, &msg, &sess_dev);
+	if (err)
+		return err;
+	err = rnbd_srv_add_sess_dev(sess, sess_dev);
+	if (err) {
+		rnbd_srv_release_sess_dev(sess_dev);
+		return err;
+	}
+	rnbd_srv_sess_dev_sysfs_add(sess_dev);
+	rnbd_srv_fill_open_rsp(sess_dev, data);
+	rnbd_srv_info(sess, "device %s opened %s as %u\n",
+		      sess_dev->mapping_path,
+		      rnbd_access_mode_str(sess_dev->access_mode),
+		      sess_dev->device_id);
+	return 0;
+}
+
+/* The device of an id, with a reference of its IO in flight. */
+static struct rnbd_srv_sess_dev *
+rnbd_srv_get_sess_dev(struct rnbd_srv_session *sess, u32 device_id)
+{
+	struct rnbd_srv_sess_dev *sess_dev;
+
+	rcu_read_lock();
+	sess_dev = xa_load(&sess->sess_devs, device_id);
+	if (sess_dev && !percpu_ref_tryget_live(&sess_dev->inflight))
+		sess_dev = NULL;
+	rcu_read_unlock();
+	return sess_dev;
+}
+
+static int rnbd_srv_close(struct rnbd_srv_session *sess, const void *usr,
+			  size_t usrlen)
+{
+	const struct rnbd_msg_close *msg = usr;
+	struct rnbd_srv_sess_dev *sess_dev;
+
+	if (usrlen < sizeof(*msg))
+		return -EINVAL;
+	sess_dev = rnbd_srv_get_sess_dev(sess, le32_to_cpu(msg->device_id));
+	if (!sess_dev) {
+		rnbd_srv_err(sess, "CLOSE of unknown device %u\n",
+			     le32_to_cpu(msg->device_id));
+		return -EINVAL;
+	}
+	percpu_ref_put(&sess_dev->inflight);
+	rnbd_srv_close_sess_dev(sess_dev);
+	return 0;
+}
+
+static int rnbd_srv_io(struct rnbd_srv_session *sess, struct rtrs_srv_op *id,
+		       const void *usr, size_t usrlen, void *data,
+		       size_t datalen)
+{
+	struct rnbd_srv_sess_dev *sess_dev;
+	struct rnbd_msg_io msg = {};
+	int err;
+
+	if (usrlen < offsetofend(struct rnbd_msg_io, prio))
+		return -EINVAL;
+	/* A READ's data overwrites the header in the chunk: keep a copy. */
+	memcpy(&msg, usr, min(usrlen, sizeof(msg)));
+	sess_dev = rnbd_srv_get_sess_dev(sess, le32_to_cpu(msg.device_id));
+	if (!sess_dev) {
+		rnbd_srv_err_rl(sess, "IO on unknown device %u\n",
+				le32_to_cpu(msg.device_id));
+		return -EINVAL;
+	}
+	err = rnbd_srv_submit_io(sess_dev, &msg, id, data, datalen);
+	if (err) {
+		rnbd_srv_err_rl(sess, "IO %#x on %s refused: %d\n",
+				le32_to_cpu(msg.rw), sess_dev->mapping_path,
+				err);
+		percpu_ref_put(&sess_dev->inflight);
+	}
+	return err;
+}
+
+/* A request of a client; answered now, or by the IO it starts. */
+static int rnbd_srv_rdma_ev(void *priv, struct rtrs_srv_op *id, void *data,
+			    size_t datalen, const void *usr, size_t usrlen)
+{
+	struct rnbd_srv_session *sess = priv;
+	const struct rnbd_msg_hdr *hdr = usr;
+	int err;
+
+	if (!sess || usrlen < sizeof(*hdr))
+		return -EINVAL;
+	switch (le16_to_cpu(hdr->type)) {
+	case RNBD_MSG_IO:
+		return rnbd_srv_io(sess, id, usr, usrlen, data, datalen);
+	case RNBD_MSG_SESS_INFO:
+		err = rnbd_srv_sess_info(sess, usr, usrlen, data, datalen);
+		break;
+	case RNBD_MSG_OPEN:
+		err = rnbd_srv_open(sess, usr, usrlen, data, datalen);
+		break;
+	case RNBD_MSG_CLOSE:
+		err = rnbd_srv_close(sess, usr, usrlen);
+		break;
+	default:
+		rnbd_srv_err_rl(sess, "message of unknown type %u\n",
+				le16_to_cpu(hdr->type));
+		err = -EINVAL;
+		break;
+	}
+	if (!err)
+		rtrs_srv_resp_rdma(id, 0);
+	return err;
+}
+
+static const struct rtrs_srv_ops rnbd_srv_ops = {
+	.rdma_ev = rnbd_srv_rdma_ev,
+	.link_ev = rnbd_srv_link_ev,
+};
 
 static int __init rnbd_srv_init(void)
 {
 	int err;
 
-	err = class_register(&rnbd_srv_class);
-	if (err) {
-		pr_err("cannot register class %s: %d\n", rnbd_srv_class.name,
-		       err);
+	err = rnbd_srv_dev_init();
+	if (err)
 		return err;
+	err = rnbd_srv_sysfs_init();
+	if (err)
+		goto out_dev_exit;
+	rnbd_srv_rtrs = rtrs_srv_open(&rnbd_srv_ops, rnbd_srv_port);
+	if (IS_ERR(rnbd_srv_rtrs)) {
+		err = PTR_ERR(rnbd_srv_rtrs);
+		goto out_sysfs_exit;
 	}
-	rnbd_srv_ctl_dev = device_create(&rnbd_srv_class, NULL, MKDEV(0, 0),
-					 NULL, "ctl");
-	if (IS_ERR(rnbd_srv_ctl_dev)) {
-		err = PTR_ERR(rnbd_srv_ctl_dev);
-		pr_err("cannot create the ctl device: %d\n", err);
-		class_unregister(&rnbd_srv_class);
-		return err;
-	}
+	pr_info("listening on port %u, devices under %s\n", rnbd_srv_port,
+		rnbd_srv_dev_search_path);
 	return 0;
+
+out_sysfs_exit:
+	rnbd_srv_sysfs_exit();
+out_dev_exit:
+	rnbd_srv_dev_exit();
+	return err;
 }
 
 static void __exit rnbd_srv_exit(void)
 {
-	device_unregister(rnbd_srv_ctl_dev);
-	class_unregister(&rnbd_srv_class);
+	rtrs_srv_close(rnbd_srv_rtrs);
+	WARN_ON(!list_empty(&rnbd_srv_sessions));
+	rnbd_srv_sysfs_exit();
+	rnbd_srv_dev_exit();
 }
 
 module_init(rnbd_srv_init);

@@ -135,9 +135,11 @@ struct rtrs_sg_desc {
  * @cid_num: number of connections of the path
  * @recon_cnt: incremented by the client on every reconnect of the path, so
  *	       the server can tell a new incarnation from the old one
- * @sess_uuid: identifies the session on the server
- * @paths_uuid: identifies the path within the session
- * @flags: RTRS_CON_REQ_FIRST_CONN when this path is the session's first
+ * @sess_uuid: identifies the path (the name is upstream's)
+ * @paths_uuid: identifies the session, the set of paths
+ * @flags: RTRS_CON_REQ_FIRST_CONN when the server may make the session if
+ *	   it does not have it: the client's first path, or any path after
+ *	   the server said it lost the session (-ENXIO)
  * @reserved: zero
  */
 struct rtrs_msg_conn_req {
@@ -180,7 +182,8 @@ struct rtrs_msg_conn_rsp {
  * struct rtrs_msg_info_req - sent by the client once all connections of a
  *			      path are up
  * @type: RTRS_MSG_INFO_REQ
- * @pathname: the path's name on the client, "<src>@<dst>", NUL-padded
+ * @pathname: the session's name (the field's name is upstream's),
+ *	      NUL-terminated
  * @reserved: zero
  */
 struct rtrs_msg_info_req {

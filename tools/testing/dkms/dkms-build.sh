@@ -25,7 +25,7 @@ trap 'rm -rf "$TMP"' EXIT
 
 # The package's sources: what git tracks, as a user's tarball would hold.
 mkdir -p "$TMP/src/$NAME-$VERSION" "$TMP/tree"
-(cd "$SRC" && git ls-files -co --exclude-standard -- Kbuild Makefile dkms.conf rtrs rnbd |
+(cd "$SRC" && git ls-files -co --exclude-standard -- Kbuild Makefile dkms.conf include rtrs rnbd |
 	cpio -pdm --quiet "$TMP/src/$NAME-$VERSION") || exit 1
 
 dkms_do() {

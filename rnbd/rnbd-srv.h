@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * RNBD server: what the server side's files share.
+ */
+#ifndef RNBD_SRV_H
+#define RNBD_SRV_H
+
+#include <linux/kobject.h>
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/percpu-refcount.h>
+#include <linux/xarray.h>
+
+#include <rnbd-compat.h>
+
+#include "rnbd-proto.h"
+#include "rtrs.h"
+
+#define rnbd_srv_err(sess, fmt, ...)					\
+	pr_err("%s: " fmt, (sess)->sessname, ##__VA_ARGS__)
+#define rnbd_srv_err_rl(sess, fmt, ...)					\
+	pr_err_ratelimited("%s: " fmt, (sess)->sessname, ##__VA_ARGS__)
+#define rnbd_srv_info(sess, fmt, ...)					\
+	pr_info("%s: " fmt, (sess)->sessname, ##__VA_ARGS__)
+
+/**
+ * struct rnbd_srv_session - an RTRS session and the devices it opened
+ * @entry: in the global list of sessions
+ * @rtrs: the RTRS session
+ * @sessname: its name
+ * @ver: the RNBD major version agreed in SESS_INFO
+ * @lock: protects @sess_devs' membership changes and @closing
+ * @sess_devs: device id -> struct rnbd_srv_sess_dev; lookups under RCU
+ * @closing: the session is going away: no more OPENs
+ */
+struct rnbd_srv_session {
+	struct list_head entry;
+	struct rtrs_srv_sess *rtrs;
+	char sessname[NAME_MAX];
+	u8 ver;
+	struct mutex lock;	/* protects sess_devs changes, closing */
+	struct xarray sess_devs;
+	bool closing;
+};
+
+/**
+ * struct rnbd_srv_dev - an exported block device, shared by the sessions
+ *			 that opened it
+ * @entry: in the global list of devices
+ * @name: its path as mapped, relative to dev_search_path
+ * @kref: one per struct rnbd_srv_sess_dev
+ * @sess_devs: of struct rnbd_srv_sess_dev, under rnbd_srv_devs_mutex
+ * @write_cnt: sessions with it open for writing, under rnbd_srv_devs_mutex
+ * @kobj: /sys/class/rnbd-server/ctl/devices/<name>
+ * @sessions_kobj: its sessions/ directory
+ */
+struct rnbd_srv_dev {
+	struct list_head entry;
+	char name[NAME_MAX];
+	struct kref kref;
+	struct list_head sess_devs;
+	int write_cnt;
+	struct kobject kobj;
+	struct kobject *sessions_kobj;
+};
+
+/**
+ * struct rnbd_srv_sess_dev - a device as one session opened it
+ * @sess: the session
+ * @dev: the device
+ * @dev_entry: in @dev's @sess_devs
+ * @bdev: the open block device
+ * @device_id: its id on the wire
+ * @access_mode: an enum rnbd_access_mode
+ * @mapping_path: the path the client asked for
+ * @inflight: one per IO in flight; killed on close
+ * @inflight_done: completed when @inflight dropped to zero after the kill
+ * @kobj: /sys/class/rnbd-server/ctl/devices/<dev>/sessions/<sess>
+ * @rcu: frees the structure after the RCU readers of @sess->sess_devs
+ */
+struct rnbd_srv_sess_dev {
+	struct rnbd_srv_session *sess;
+	struct rnbd_srv_dev *dev;
+	struct list_head dev_entry;
+	struct rnbd_bdev bdev;
+	u32 device_id;
+	enum rnbd_access_mode access_mode;
+	char mapping_path[NAME_MAX];
+	struct percpu_ref inflight;
+	struct completion inflight_done;
+	struct kobject kobj;
+	struct rcu_head rcu;
+};
+
+extern char rnbd_srv_dev_search_path[];
+
+/* rnbd-srv.c */
+void rnbd_srv_close_sess_dev(struct rnbd_srv_sess_dev *sess_dev);
+
+/* rnbd-srv-dev.c */
+int rnbd_srv_open_sess_dev(struct rnbd_srv_session *sess,
+			   const struct rnbd_msg_open *msg,
+			   struct rnbd_srv_sess_dev **out);
+void rnbd_srv_release_sess_dev(struct rnbd_srv_sess_dev *sess_dev);
+void rnbd_srv_fill_open_rsp(struct rnbd_srv_sess_dev *sess_dev,
+			    struct rnbd_msg_open_rsp *rsp);
+int rnbd_srv_submit_io(struct rnbd_srv_sess_dev *sess_dev,
+		       const struct rnbd_msg_io *msg, struct rtrs_srv_op *id,
+		       void *data, size_t datalen);
+const char *rnbd_access_mode_str(enum rnbd_access_mode mode);
+int rnbd_srv_dev_init(void);
+void rnbd_srv_dev_exit(void);
+
+/* rnbd-srv-sysfs.c */
+int rnbd_srv_sysfs_init(void);
+void rnbd_srv_sysfs_exit(void);
+int rnbd_srv_dev_sysfs_add(struct rnbd_srv_dev *dev,
+			   struct block_device *bdev);
+void rnbd_srv_dev_sysfs_del(struct rnbd_srv_dev *dev);
+int rnbd_srv_sess_dev_sysfs_add(struct rnbd_srv_sess_dev *sess_dev);
+void rnbd_srv_sess_dev_sysfs_del(struct rnbd_srv_sess_dev *sess_dev);
+
+#endif /* RNBD_SRV_H */

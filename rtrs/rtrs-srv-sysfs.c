@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * RTRS server sysfs: /sys/class/rtrs-server/<session>/paths/<path>/.
+ *
+ * A path's directory is named "<client address>@<server address>".
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/sysfs.h>
+
+#include "rtrs-srv.h"
+
+struct class rtrs_srv_class = {
+	.name = "rtrs-server",
+};
+
+static struct rtrs_srv_path *kobj_to_path(struct kobject *kobj)
+{
+	return container_of(kobj, struct rtrs_srv_path, kobj);
+}
+
+static ssize_t disconnect_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "Usage: echo 1 > %s\n", attr->attr.name);
+}
+
+static ssize_t disconnect_store(struct kobject *kobj,
+				struct kobj_attribute *attr, const char *buf,
+				size_t count)
+{
+	struct rtrs_srv_path *path = kobj_to_path(kobj);
+
+	if (!sysfs_streq(buf, "1")) {
+		rtrs_path_err(&path->s, "disconnect: write 1, not '%.*s'\n",
+			      (int)strcspn(buf, "\n"), buf);
+		return -EINVAL;
+	}
+	rtrs_path_info(&path->s, "disconnect requested through sysfs\n");
+	rtrs_srv_close_path(path);
+	return count;
+}
+
+static ssize_t hca_name_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	struct rtrs_srv_path *path = kobj_to_path(kobj);
+
+	return sysfs_emit(buf, "%s\n", dev_name(&path->s.dev->ib_dev->dev));
+}
+
+static ssize_t hca_port_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	struct rtrs_srv_path *path = kobj_to_path(kobj);
+
+	return sysfs_emit(buf, "%u\n", path->s.con[0]->cm_id->port_num);
+}
+
+static ssize_t addr_show(char *buf, const struct sockaddr_storage *addr)
+{
+	int len = rtrs_sockaddr_to_str((const struct sockaddr *)addr, buf,
+				       PAGE_SIZE - 1);
+
+	if (len < 0)
+		return len;
+	return len + sysfs_emit_at(buf, len, "\n");
+}
+
+/* The path's source is the client, as the client names the path. */
+static ssize_t src_addr_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	return addr_show(buf, &kobj_to_path(kobj)->s.dst_addr);
+}
+
+static ssize_t dst_addr_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	return addr_show(buf, &kobj_to_path(kobj)->s.src_addr);
+}
+
+static struct kobj_attribute disconnect_attr = __ATTR_RW_MODE(disconnect, 0644);
+static struct kobj_attribute hca_name_attr = __ATTR_RO(hca_name);
+static struct kobj_attribute hca_port_attr = __ATTR_RO(hca_port);
+static struct kobj_attribute src_addr_attr = __ATTR_RO(src_addr);
+static struct kobj_attribute dst_addr_attr = __ATTR_RO(dst_addr);
+
+static struct attribute *rtrs_srv_path_attrs[] = {
+	&disconnect_attr.attr,
+	&hca_name_attr.attr,
+	&hca_port_attr.attr,
+	&src_addr_attr.attr,
+	&dst_addr_attr.attr,
+	NULL,
+};
+
+/* stats/rdma: "<reads> <read bytes> <writes> <written bytes>" */
+static ssize_t rdma_show(struct kobject *kobj, struct kobj_attribute *attr,
+			 char *buf)
+{
+	struct rtrs_srv_path *path = kobj_to_path(kobj->parent);
+
+	return sysfs_emit(buf, "%llu %llu %llu %llu\n",
+			  atomic64_read(&path->stats_read_cnt),
+			  atomic64_read(&path->stats_read_bytes),
+			  atomic64_read(&path->stats_write_cnt),
+			  atomic64_read(&path->stats_write_bytes));
+}
+
+static struct kobj_attribute rdma_attr = __ATTR_RO(rdma);
+
+static struct attribute *rtrs_srv_stats_attrs[] = {
+	&rdma_attr.attr,
+	NULL,
+};
+
+static const struct attribute_group rtrs_srv_stats_group = {
+	.name = "stats",
+	.attrs = rtrs_srv_stats_attrs,
+};
+
+static const struct attribute_group rtrs_srv_path_group = {
+	.attrs = rtrs_srv_path_attrs,
+};
+
+static const struct attribute_group *rtrs_srv_path_groups[] = {
+	&rtrs_srv_path_group,
+	&rtrs_srv_stats_group,
+	NULL,
+};
+
+static void rtrs_srv_path_release(struct kobject *kobj)
+{
+	rtrs_srv_path_free(kobj_to_path(kobj));
+}
+
+const struct kobj_type rtrs_srv_path_ktype = {
+	.sysfs_ops = &kobj_sysfs_ops,
+	.release = rtrs_srv_path_release,
+	.default_groups = rtrs_srv_path_groups,
+};
+
+/* The session's directory, made when its first path comes up. */
+int rtrs_srv_sess_sysfs_add(struct rtrs_srv_sess *srv)
+{
+	int err = 0;
+
+	mutex_lock(&srv->ctx->mutex);
+	if (srv->dev_added)
+		goto out;
+	err = dev_set_name(&srv->dev, "%s", srv->sessname);
+	if (!err)
+		err = device_add(&srv->dev);
+	if (err) {
+		pr_err("%s: cannot add the session to sysfs: %d\n",
+		       srv->sessname, err);
+		goto out;
+	}
+	srv->paths_kobj = kobject_create_and_add("paths", &srv->dev.kobj);
+	if (!srv->paths_kobj) {
+		device_del(&srv->dev);
+		err = -ENOMEM;
+		goto out;
+	}
+	srv->dev_added = true;
+out:
+	mutex_unlock(&srv->ctx->mutex);
+	return err;
+}
+
+void rtrs_srv_sess_sysfs_del(struct rtrs_srv_sess *srv)
+{
+	if (!srv->dev_added)
+		return;
+	kobject_del(srv->paths_kobj);
+	kobject_put(srv->paths_kobj);
+	device_del(&srv->dev);
+	srv->dev_added = false;
+}
+
+int rtrs_srv_path_sysfs_add(struct rtrs_srv_path *path)
+{
+	char clt[64], srv[64];
+	int err;
+
+	if (rtrs_sockaddr_to_str((struct sockaddr *)&path->s.dst_addr, clt,
+				 sizeof(clt)) < 0 ||
+	    rtrs_sockaddr_to_str((struct sockaddr *)&path->s.src_addr, srv,
+				 sizeof(srv)) < 0)
+		return -EINVAL;
+	err = kobject_add(&path->kobj, path->srv->paths_kobj, "%s@%s", clt,
+			  srv);
+	if (err) {
+		rtrs_path_err(&path->s, "cannot add the path to sysfs: %d\n",
+			      err);
+		return err;
+	}
+	path->kobj_added = true;
+	return 0;
+}
+
+void rtrs_srv_path_sysfs_del(struct rtrs_srv_path *path)
+{
+	if (!path->kobj_added)
+		return;
+	kobject_del(&path->kobj);
+	path->kobj_added = false;
+}
