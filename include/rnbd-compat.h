@@ -71,4 +71,96 @@ static inline void rnbd_bdev_close(struct rnbd_bdev *h)
 #error "block device API of kernels 6.5 to 6.8 is not supported"
 #endif
 
+/**
+ * struct rnbd_clt_limits - what a mapped device's queue gets
+ * @logical_block_size: in bytes
+ * @physical_block_size: in bytes
+ * @max_hw_sectors: largest IO
+ * @max_segments: largest number of segments of an IO
+ * @virt_boundary_mask: segments may not cross this boundary
+ * @max_discard_sectors: 0 for no DISCARD
+ * @discard_granularity: in bytes
+ * @discard_alignment: in bytes
+ * @max_secure_erase_sectors: 0 for no SECURE_ERASE
+ * @max_write_zeroes_sectors: 0 for no WRITE_ZEROES
+ * @write_cache: the device has a volatile write cache
+ * @fua: it honours FUA
+ */
+struct rnbd_clt_limits {
+	unsigned int logical_block_size;
+	unsigned int physical_block_size;
+	unsigned int max_hw_sectors;
+	unsigned int max_segments;
+	unsigned long virt_boundary_mask;
+	unsigned int max_discard_sectors;
+	unsigned int discard_granularity;
+	unsigned int discard_alignment;
+	unsigned int max_secure_erase_sectors;
+	unsigned int max_write_zeroes_sectors;
+	bool write_cache;
+	bool fua;
+};
+
+/*
+ * A blk-mq disk with its queue limits: 6.11 takes them, and the write cache
+ * and FUA as features (BLK_FEAT_*, new with it), in blk_mq_alloc_disk().
+ */
+#ifdef BLK_FEAT_WRITE_CACHE
+
+static inline struct gendisk *
+rnbd_compat_alloc_disk(struct blk_mq_tag_set *set,
+		       const struct rnbd_clt_limits *l, void *queuedata)
+{
+	struct queue_limits lim = {
+		.logical_block_size = l->logical_block_size,
+		.physical_block_size = l->physical_block_size,
+		.max_hw_sectors = l->max_hw_sectors,
+		.max_segments = l->max_segments,
+		.virt_boundary_mask = l->virt_boundary_mask,
+		.max_hw_discard_sectors = l->max_discard_sectors,
+		.discard_granularity = l->discard_granularity,
+		.discard_alignment = l->discard_alignment,
+		.max_secure_erase_sectors = l->max_secure_erase_sectors,
+		.max_write_zeroes_sectors = l->max_write_zeroes_sectors,
+	};
+
+	if (l->write_cache)
+		lim.features |= BLK_FEAT_WRITE_CACHE;
+	if (l->fua)
+		lim.features |= BLK_FEAT_FUA;
+	return blk_mq_alloc_disk(set, &lim, queuedata);
+}
+
+#else
+
+static inline void rnbd_compat_set_limits(struct request_queue *q,
+					  const struct rnbd_clt_limits *l)
+{
+	blk_queue_logical_block_size(q, l->logical_block_size);
+	blk_queue_physical_block_size(q, l->physical_block_size);
+	blk_queue_max_hw_sectors(q, l->max_hw_sectors);
+	blk_queue_max_segments(q, l->max_segments);
+	blk_queue_virt_boundary(q, l->virt_boundary_mask);
+	blk_queue_max_discard_sectors(q, l->max_discard_sectors);
+	q->limits.discard_granularity = l->discard_granularity;
+	q->limits.discard_alignment = l->discard_alignment;
+	blk_queue_max_secure_erase_sectors(q, l->max_secure_erase_sectors);
+	blk_queue_max_write_zeroes_sectors(q, l->max_write_zeroes_sectors);
+	blk_queue_write_cache(q, l->write_cache, l->fua);
+	blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
+}
+
+static inline struct gendisk *
+rnbd_compat_alloc_disk(struct blk_mq_tag_set *set,
+		       const struct rnbd_clt_limits *l, void *queuedata)
+{
+	struct gendisk *disk = blk_mq_alloc_disk(set, queuedata);
+
+	if (!IS_ERR(disk))
+		rnbd_compat_set_limits(disk->queue, l);
+	return disk;
+}
+
+#endif
+
 #endif /* RNBD_COMPAT_H */

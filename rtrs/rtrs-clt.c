@@ -1,31 +1,1680 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * RTRS client: sessions of paths to one server, multipath and fail-over.
+ *
+ * A path is an admin connection (cid 0) and one IO connection per CPU to
+ * one address of the server.  Its setup: connect each connection (CON_REQ
+ * in the private data), then INFO_REQ/INFO_RSP on cid 0 for the server's
+ * chunks.  An IO is written, with its user header and a trailer, into the
+ * chunk of its permit; the server answers with an immediate.
+ *
+ * A path that fails is closed by its close work: submitters are fenced off
+ * with @io_ref, the queue pairs drained, and what was in flight fails.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/device.h>
+#include <linux/log2.h>
 #include <linux/module.h>
+#include <linux/rculist.h>
+#include <linux/slab.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+
+#include "rtrs-clt.h"
+
+#define RTRS_CLT_CONNECT_TIMEOUT_MS	20000
+/* Pages of a READ's memory registration, and sg entries of a WRITE. */
+#define RTRS_CLT_MAX_SEGMENTS		128
+/* Send WRs per IO: memory registration, the write, a local invalidation. */
+#define RTRS_CLT_SEND_PER_IO		3
+/* Receives per IO: the response and the SEND_WITH_INV before it. */
+#define RTRS_CLT_RECV_PER_IO		2
+/* Room for heartbeats and the drain's own work requests. */
+#define RTRS_CLT_WR_SLACK		8
+/* RDMA CM retries: 7 is "for ever" for RNR, the most for transport. */
+#define RTRS_CLT_CM_RETRIES		7
 
 /* Parent of the per-session directories, /sys/class/rtrs-client/<sess>. */
 static struct class rtrs_clt_class = {
 	.name = "rtrs-client",
 };
 
+static struct rtrs_ib_dev_pool rtrs_clt_dev_pool;
+
+/* Runs the paths' close and heartbeat works. */
+static struct workqueue_struct *rtrs_clt_wq;
+
+static void rtrs_clt_send_done(struct ib_cq *cq, struct ib_wc *wc);
+
+/* Completion of the sends of IOs: only errors are news. */
+static struct ib_cqe rtrs_clt_send_cqe = {
+	.done = rtrs_clt_send_done,
+};
+
+/* Path state */
+
+const char *rtrs_clt_state_str(enum rtrs_clt_state state)
+{
+	switch (state) {
+	case RTRS_CLT_CONNECTING:
+		return "connecting";
+	case RTRS_CLT_CONNECTED:
+		return "connected";
+	case RTRS_CLT_CLOSING:
+		return "closing";
+	case RTRS_CLT_CLOSED:
+		return "closed";
+	}
+	return "unknown";
+}
+
+enum rtrs_clt_state rtrs_clt_path_state(struct rtrs_clt_path *path)
+{
+	return READ_ONCE(path->state);
+}
+
+static bool rtrs_clt_change_state(struct rtrs_clt_path *path,
+				  enum rtrs_clt_state from,
+				  enum rtrs_clt_state to)
+{
+	unsigned long flags;
+	bool changed;
+
+	spin_lock_irqsave(&path->state_lock, flags);
+	changed = path->state == from;
+	if (changed)
+		WRITE_ONCE(path->state, to);
+	spin_unlock_irqrestore(&path->state_lock, flags);
+	return changed;
+}
+
+/*
+ * Something broke on @path, in any context: a path being set up learns it
+ * from setup_err, a connected one is closed by its close work.
+ */
+static void rtrs_clt_path_fail(struct rtrs_clt_path *path)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&path->state_lock, flags);
+	switch (path->state) {
+	case RTRS_CLT_CONNECTING:
+		path->setup_err = -ECONNRESET;
+		complete(&path->info_done);
+		break;
+	case RTRS_CLT_CONNECTED:
+		WRITE_ONCE(path->state, RTRS_CLT_CLOSING);
+		queue_work(rtrs_clt_wq, &path->close_work);
+		break;
+	default:
+		break;
+	}
+	spin_unlock_irqrestore(&path->state_lock, flags);
+}
+
+static int rtrs_clt_setup_err(struct rtrs_clt_path *path)
+{
+	unsigned long flags;
+	int err;
+
+	spin_lock_irqsave(&path->state_lock, flags);
+	err = path->setup_err;
+	spin_unlock_irqrestore(&path->state_lock, flags);
+	return err;
+}
+
+static bool rtrs_clt_wc_ok(struct rtrs_clt_path *path, struct ib_wc *wc,
+			   const char *what)
+{
+	if (likely(wc->status == IB_WC_SUCCESS))
+		return true;
+	if (wc->status != IB_WC_WR_FLUSH_ERR) {
+		rtrs_path_err_rl(&path->s, "%s: %s failed: %s\n", path->name,
+				 what, ib_wc_status_msg(wc->status));
+		rtrs_clt_path_fail(path);
+	}
+	return false;
+}
+
+static struct rtrs_clt_path *rtrs_clt_cq_path(struct ib_cq *cq)
+{
+	struct rtrs_con *c = cq->cq_context;
+
+	return to_clt_path(c->path);
+}
+
+/* Permits */
+
+static struct rtrs_permit *rtrs_clt_permit(struct rtrs_clt_sess *sess,
+					   u32 id)
+{
+	return sess->permits + id * sess->permit_size;
+}
+
+static struct rtrs_permit *
+rtrs_clt_try_get_permit(struct rtrs_clt_sess *sess,
+			enum rtrs_clt_con_type con_type)
+{
+	struct rtrs_permit *permit;
+	u32 id;
+
+	do {
+		id = find_first_zero_bit(sess->permits_map, sess->queue_depth);
+		if (id >= sess->queue_depth)
+			return NULL;
+	} while (test_and_set_bit_lock(id, sess->permits_map));
+
+	permit = rtrs_clt_permit(sess, id);
+	permit->cpu = raw_smp_processor_id();
+	permit->con_type = con_type;
+	return permit;
+}
+
+/**
+ * rtrs_clt_get_permit() - take the right to send one request
+ * @sess: the session
+ * @con_type: RTRS_ADMIN_CON for the admin connection, else RTRS_IO_CON
+ * @wait: RTRS_PERMIT_WAIT to sleep until one is free
+ *
+ * Return: the permit, or NULL when none is free and @wait is
+ * RTRS_PERMIT_NOWAIT.
+ */
+struct rtrs_permit *rtrs_clt_get_permit(struct rtrs_clt_sess *sess,
+					enum rtrs_clt_con_type con_type,
+					enum rtrs_permit_wait wait)
+{
+	struct rtrs_permit *permit;
+
+	permit = rtrs_clt_try_get_permit(sess, con_type);
+	if (permit || wait == RTRS_PERMIT_NOWAIT)
+		return permit;
+
+	wait_event(sess->permits_wait,
+		   (permit = rtrs_clt_try_get_permit(sess, con_type)));
+	return permit;
+}
+EXPORT_SYMBOL_GPL(rtrs_clt_get_permit);
+
+void rtrs_clt_put_permit(struct rtrs_clt_sess *sess,
+			 struct rtrs_permit *permit)
+{
+	if (WARN_ON_ONCE(!test_bit(permit->mem_id, sess->permits_map)))
+		return;
+	clear_bit_unlock(permit->mem_id, sess->permits_map);
+	/* wq_has_sleeper()'s barrier orders the clear before the check. */
+	if (wq_has_sleeper(&sess->permits_wait))
+		wake_up(&sess->permits_wait);
+}
+EXPORT_SYMBOL_GPL(rtrs_clt_put_permit);
+
+void *rtrs_permit_to_pdu(struct rtrs_permit *permit)
+{
+	return permit + 1;
+}
+EXPORT_SYMBOL_GPL(rtrs_permit_to_pdu);
+
+static int rtrs_clt_alloc_permits(struct rtrs_clt_sess *sess, u32 depth)
+{
+	u32 i;
+
+	sess->permit_size = ALIGN(sizeof(struct rtrs_permit) + sess->pdu_sz,
+				  sizeof(u64));
+	sess->permits = kcalloc(depth, sess->permit_size, GFP_KERNEL);
+	if (!sess->permits)
+		return -ENOMEM;
+	sess->permits_map = bitmap_zalloc(depth, GFP_KERNEL);
+	if (!sess->permits_map) {
+		kfree(sess->permits);
+		sess->permits = NULL;
+		return -ENOMEM;
+	}
+	sess->queue_depth = depth;
+	for (i = 0; i < depth; i++)
+		rtrs_clt_permit(sess, i)->mem_id = i;
+	return 0;
+}
+
+static void rtrs_clt_free_permits(struct rtrs_clt_sess *sess)
+{
+	if (!sess->permits_map)
+		return;
+	/* The ULP puts its permits before it closes the session. */
+	WARN_ON(!bitmap_empty(sess->permits_map, sess->queue_depth));
+	bitmap_free(sess->permits_map);
+	kfree(sess->permits);
+}
+
+/* Requests */
+
+static void rtrs_clt_req_unmap(struct rtrs_clt_req *req)
+{
+	struct ib_device *ib_dev = req->path->s.dev->ib_dev;
+
+	if (!req->dma_cnt)
+		return;
+	ib_dma_unmap_sg(ib_dev, req->sg, req->sg_cnt,
+			req->dir == READ ? DMA_FROM_DEVICE : DMA_TO_DEVICE);
+	req->dma_cnt = 0;
+}
+
+/* Hand @req back to the ULP; only the first caller for an IO does. */
+static void rtrs_clt_req_complete(struct rtrs_clt_req *req, int errno)
+{
+	if (!atomic_xchg(&req->in_use, 0))
+		return;
+	rtrs_clt_req_unmap(req);
+	atomic_dec(&req->path->inflight);
+	if (errno)
+		rtrs_path_err_rl(&req->path->s, "%s: request %u failed: %d\n",
+				 req->path->name, req->permit->mem_id, errno);
+	req->conf(req->priv, errno);
+}
+
+static void rtrs_clt_inv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rtrs_clt_req *req = container_of(wc->wr_cqe,
+						struct rtrs_clt_req, inv_cqe);
+
+	/* On failure the path's close completes the request. */
+	if (!rtrs_clt_wc_ok(req->path, wc, "local invalidation"))
+		return;
+	req->need_inv = false;
+	rtrs_clt_req_complete(req, req->errno);
+}
+
+static void rtrs_clt_local_inv(struct rtrs_clt_req *req)
+{
+	struct ib_send_wr wr = {
+		.opcode = IB_WR_LOCAL_INV,
+		.wr_cqe = &req->inv_cqe,
+		.send_flags = IB_SEND_SIGNALED,
+		.ex.invalidate_rkey = req->mr->rkey,
+	};
+	int err;
+
+	err = ib_post_send(req->con->c.qp, &wr, NULL);
+	if (err) {
+		rtrs_path_err_rl(&req->path->s, "%s: cannot invalidate: %d\n",
+				 req->path->name, err);
+		rtrs_clt_path_fail(req->path);
+	}
+}
+
+static void rtrs_clt_io_rsp(struct rtrs_clt_path *path, u32 msg_id,
+			    int errno, bool w_inv)
+{
+	struct rtrs_clt_req *req;
+
+	if (msg_id >= path->queue_depth) {
+		rtrs_path_err_rl(&path->s, "%s: response to unknown request %u\n",
+				 path->name, msg_id);
+		rtrs_clt_path_fail(path);
+		return;
+	}
+	req = &path->reqs[msg_id];
+	if (!atomic_read(&req->in_use)) {
+		rtrs_path_err_rl(&path->s, "%s: response to idle request %u\n",
+				 path->name, msg_id);
+		return;
+	}
+	if (w_inv)
+		req->need_inv = false;
+	if (req->need_inv) {
+		req->errno = errno;
+		rtrs_clt_local_inv(req);
+		return;
+	}
+	rtrs_clt_req_complete(req, errno);
+}
+
+/* Receive side */
+
+static void rtrs_clt_process_imm(struct rtrs_clt_path *path, u32 imm)
+{
+	u32 payload = rtrs_imm_payload(imm);
+	enum rtrs_imm_type type = rtrs_imm_type(imm);
+
+	switch (type) {
+	case RTRS_IO_RSP_IMM:
+	case RTRS_IO_RSP_W_INV_IMM:
+		rtrs_clt_io_rsp(path, rtrs_io_rsp_msg_id(payload),
+				rtrs_io_rsp_errno(payload),
+				type == RTRS_IO_RSP_W_INV_IMM);
+		break;
+	case RTRS_HB_MSG_IMM:
+		rtrs_hb_send_ack(&path->s);
+		break;
+	case RTRS_HB_ACK_IMM:
+		rtrs_hb_ack_received(&path->s);
+		break;
+	default:
+		rtrs_path_err_rl(&path->s, "%s: unknown immediate type %u\n",
+				 path->name, type);
+		break;
+	}
+}
+
+/* A SEND_WITH_IMM: a chunk's new rkey, then the response of its IO. */
+static bool rtrs_clt_process_rkey_rsp(struct rtrs_clt_path *path,
+				      struct rtrs_iu *iu, struct ib_wc *wc)
+{
+	struct ib_device *ib_dev = path->s.dev->ib_dev;
+	struct rtrs_msg_rkey_rsp *msg = iu->buf;
+	u32 imm = be32_to_cpu(wc->ex.imm_data);
+	u32 buf_id;
+
+	if (wc->byte_len < sizeof(*msg))
+		goto out_malformed;
+	ib_dma_sync_single_for_cpu(ib_dev, iu->dma_addr, iu->size,
+				   DMA_FROM_DEVICE);
+	buf_id = le16_to_cpu(msg->buf_id);
+	if (le16_to_cpu(msg->type) != RTRS_MSG_RKEY_RSP ||
+	    buf_id >= path->queue_depth ||
+	    buf_id != rtrs_io_rsp_msg_id(rtrs_imm_payload(imm)))
+		goto out_malformed;
+	path->rbufs[buf_id].rkey = le32_to_cpu(msg->rkey);
+	ib_dma_sync_single_for_device(ib_dev, iu->dma_addr, iu->size,
+				      DMA_FROM_DEVICE);
+	rtrs_clt_process_imm(path, imm);
+	return true;
+
+out_malformed:
+	rtrs_path_err_rl(&path->s, "%s: malformed rkey response\n",
+			 path->name);
+	rtrs_clt_path_fail(path);
+	return false;
+}
+
+static void rtrs_clt_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rtrs_con *c = cq->cq_context;
+	struct rtrs_clt_path *path = to_clt_path(c->path);
+	struct rtrs_iu *iu = container_of(wc->wr_cqe, struct rtrs_iu, cqe);
+
+	if (!rtrs_clt_wc_ok(path, wc, "receive"))
+		return;
+	rtrs_hb_heard(&path->s);
+	if (wc->opcode == IB_WC_RECV_RDMA_WITH_IMM) {
+		rtrs_clt_process_imm(path, be32_to_cpu(wc->ex.imm_data));
+	} else if (wc->wc_flags & IB_WC_WITH_IMM) {
+		if (!rtrs_clt_process_rkey_rsp(path, iu, wc))
+			return;
+	} else if (!(wc->wc_flags & IB_WC_WITH_INVALIDATE)) {
+		/* A SEND_WITH_INV is followed by its response: not news. */
+		rtrs_path_err_rl(&path->s, "%s: unexpected receive\n",
+				 path->name);
+		rtrs_clt_path_fail(path);
+		return;
+	}
+	if (rtrs_iu_post_recv(c, iu))
+		rtrs_clt_path_fail(path);
+}
+
+static void rtrs_clt_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	rtrs_clt_wc_ok(rtrs_clt_cq_path(cq), wc, "send");
+}
+
+static void rtrs_clt_hb_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	rtrs_clt_wc_ok(rtrs_clt_cq_path(cq), wc, "heartbeat");
+}
+
+static void rtrs_clt_hb_err(struct rtrs_path *s)
+{
+	rtrs_clt_path_fail(to_clt_path(s));
+}
+
+static void rtrs_clt_free_rx(struct rtrs_clt_con *con)
+{
+	struct ib_device *ib_dev = con->c.path->dev->ib_dev;
+	unsigned int i;
+
+	for (i = 0; i < con->rx_num; i++)
+		rtrs_iu_free(con->rx_ius[i], ib_dev);
+	kfree(con->rx_ius);
+	con->rx_ius = NULL;
+	con->rx_num = 0;
+}
+
+static int rtrs_clt_alloc_rx(struct rtrs_clt_con *con, unsigned int num)
+{
+	struct ib_device *ib_dev = con->c.path->dev->ib_dev;
+	unsigned int i;
+
+	con->rx_ius = kcalloc(num, sizeof(*con->rx_ius), GFP_KERNEL);
+	if (!con->rx_ius)
+		return -ENOMEM;
+	con->rx_num = num;
+	for (i = 0; i < num; i++) {
+		con->rx_ius[i] = rtrs_iu_alloc(ib_dev,
+					       sizeof(struct rtrs_msg_rkey_rsp),
+					       DMA_FROM_DEVICE, GFP_KERNEL,
+					       rtrs_clt_recv_done);
+		if (!con->rx_ius[i]) {
+			rtrs_clt_free_rx(con);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int rtrs_clt_post_rx(struct rtrs_clt_con *con)
+{
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < con->rx_num; i++) {
+		err = rtrs_iu_post_recv(&con->c, con->rx_ius[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* IO requests of a connection for @cid: the admin's or the session's. */
+static u32 rtrs_clt_con_depth(struct rtrs_clt_path *path, unsigned int cid)
+{
+	return cid ? path->queue_depth : RTRS_ADMIN_QUEUE_DEPTH;
+}
+
+static int rtrs_clt_setup_rx(struct rtrs_clt_path *path)
+{
+	unsigned int cid;
+	int err;
+
+	for (cid = 0; cid < path->s.con_num; cid++) {
+		err = rtrs_clt_alloc_rx(to_clt_con(path->s.con[cid]),
+					RTRS_CLT_RECV_PER_IO *
+					rtrs_clt_con_depth(path, cid));
+		if (err)
+			return err;
+	}
+	/* cid 0's are posted once INFO_RSP, which they cannot hold, is in. */
+	for (cid = 1; cid < path->s.con_num; cid++) {
+		err = rtrs_clt_post_rx(to_clt_con(path->s.con[cid]));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Sending requests */
+
+static u32 rtrs_clt_req_imm(struct rtrs_clt_req *req, u32 trailer_off)
+{
+	u32 mem_bits = RTRS_IMM_PAYLOAD_BITS -
+		       order_base_2(req->path->sess->queue_depth);
+
+	return rtrs_imm(RTRS_IO_REQ_IMM,
+			(req->permit->mem_id << mem_bits) | trailer_off);
+}
+
+static int rtrs_clt_map_data(struct rtrs_clt_req *req, unsigned int max)
+{
+	struct ib_device *ib_dev = req->path->s.dev->ib_dev;
+
+	if (!req->sg_cnt)
+		return 0;
+	req->dma_cnt = ib_dma_map_sg(ib_dev, req->sg, req->sg_cnt,
+				     req->dir == READ ? DMA_FROM_DEVICE :
+							DMA_TO_DEVICE);
+	if (!req->dma_cnt)
+		return -EIO;
+	if (req->dma_cnt > max) {
+		rtrs_clt_req_unmap(req);
+		return -EMSGSIZE;
+	}
+	return 0;
+}
+
+/* Write the sg entries of @req into its chunk at @off, with @imm. */
+static int rtrs_clt_post_rdma(struct rtrs_clt_req *req, unsigned int num_sge,
+			      u32 off, size_t hdr_len, u32 imm,
+			      struct ib_send_wr *head)
+{
+	struct rtrs_clt_path *path = req->path;
+	struct rtrs_clt_rbuf *rbuf = &path->rbufs[req->permit->mem_id];
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_cqe = &rtrs_clt_send_cqe,
+			.sg_list = req->sge,
+			.num_sge = num_sge,
+			.opcode = IB_WR_RDMA_WRITE_WITH_IMM,
+			.send_flags = IB_SEND_SIGNALED,
+			.ex.imm_data = cpu_to_be32(imm),
+		},
+		.remote_addr = rbuf->addr + off,
+		.rkey = rbuf->rkey,
+	};
+
+	ib_dma_sync_single_for_device(path->s.dev->ib_dev, req->iu->dma_addr,
+				      hdr_len, DMA_TO_DEVICE);
+	if (head)
+		head->next = &wr.wr;
+	return ib_post_send(req->con->c.qp, head ?: &wr.wr, NULL);
+}
+
+static void rtrs_clt_set_sge(struct ib_sge *sge, u64 addr, u32 len, u32 lkey)
+{
+	sge->addr = addr;
+	sge->length = len;
+	sge->lkey = lkey;
+}
+
+/* Data, user header and trailer in one write into the chunk. */
+static int rtrs_clt_post_write(struct rtrs_clt_req *req, size_t data_len,
+			       size_t usr_len)
+{
+	struct rtrs_clt_path *path = req->path;
+	struct rtrs_msg_rdma_write *msg = req->iu->buf + usr_len;
+	u32 lkey = path->s.dev->pd->local_dma_lkey;
+	size_t hdr_len = usr_len + sizeof(*msg);
+	struct scatterlist *sg;
+	int i, err;
+
+	msg->type = cpu_to_le16(RTRS_MSG_WRITE);
+	msg->usr_len = cpu_to_le16(usr_len);
+	err = rtrs_clt_map_data(req, path->max_send_sge - 1);
+	if (err)
+		return err;
+	for_each_sg(req->sg, sg, req->dma_cnt, i)
+		rtrs_clt_set_sge(&req->sge[i], sg_dma_address(sg),
+				 sg_dma_len(sg), lkey);
+	rtrs_clt_set_sge(&req->sge[i], req->iu->dma_addr, hdr_len, lkey);
+	return rtrs_clt_post_rdma(req, i + 1, 0, hdr_len,
+				  rtrs_clt_req_imm(req, data_len + usr_len),
+				  NULL);
+}
+
+/* Register a READ's buffers for the server to write, describe them. */
+static int rtrs_clt_reg_read(struct rtrs_clt_req *req,
+			     struct rtrs_msg_rdma_read *msg,
+			     struct ib_reg_wr *reg)
+{
+	int nr;
+
+	nr = ib_map_mr_sg(req->mr, req->sg, req->dma_cnt, NULL, SZ_4K);
+	if (nr != req->dma_cnt)
+		return nr < 0 ? nr : -EINVAL;
+	ib_update_fast_reg_key(req->mr, ib_inc_rkey(req->mr->rkey));
+	*reg = (struct ib_reg_wr) {
+		.wr = {
+			.opcode = IB_WR_REG_MR,
+			.wr_cqe = &rtrs_clt_send_cqe,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+		.mr = req->mr,
+		.key = req->mr->rkey,
+		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE,
+	};
+	msg->sg_cnt = cpu_to_le16(1);
+	msg->flags = cpu_to_le16(RTRS_MSG_NEED_INVAL_F);
+	msg->desc[0].addr = cpu_to_le64(req->mr->iova);
+	msg->desc[0].key = cpu_to_le32(req->mr->rkey);
+	msg->desc[0].len = cpu_to_le32(req->mr->length);
+	return 0;
+}
+
+/* User header and trailer behind the data's room; the server writes. */
+static int rtrs_clt_post_read(struct rtrs_clt_req *req, size_t data_len,
+			      size_t usr_len)
+{
+	struct rtrs_clt_path *path = req->path;
+	struct rtrs_msg_rdma_read *msg = req->iu->buf + usr_len;
+	size_t hdr_len = usr_len + sizeof(*msg);
+	struct ib_reg_wr reg;
+	int err;
+
+	msg->type = cpu_to_le16(RTRS_MSG_READ);
+	msg->usr_len = cpu_to_le16(usr_len);
+	msg->sg_cnt = 0;
+	msg->flags = 0;
+	err = rtrs_clt_map_data(req, path->max_pages_per_mr);
+	if (err)
+		return err;
+	if (req->dma_cnt) {
+		err = rtrs_clt_reg_read(req, msg, &reg);
+		if (err) {
+			rtrs_clt_req_unmap(req);
+			return err;
+		}
+		hdr_len += sizeof(msg->desc[0]);
+		req->need_inv = true;
+	}
+	rtrs_clt_set_sge(&req->sge[0], req->iu->dma_addr, hdr_len,
+			 path->s.dev->pd->local_dma_lkey);
+	err = rtrs_clt_post_rdma(req, 1, data_len, hdr_len,
+				 rtrs_clt_req_imm(req, data_len + usr_len),
+				 req->dma_cnt ? &reg.wr : NULL);
+	if (err) {
+		req->need_inv = false;
+		rtrs_clt_req_unmap(req);
+	}
+	return err;
+}
+
+static struct rtrs_clt_con *rtrs_clt_permit_con(struct rtrs_clt_path *path,
+						struct rtrs_permit *permit)
+{
+	unsigned int cid = 0;
+
+	if (permit->con_type == RTRS_IO_CON)
+		cid = permit->cpu % (path->s.con_num - 1) + 1;
+	return to_clt_con(path->s.con[cid]);
+}
+
+static size_t rtrs_clt_copy_usr(void *buf, const struct kvec *vec, size_t nr)
+{
+	size_t i, len = 0;
+
+	for (i = 0; i < nr; i++) {
+		memcpy(buf + len, vec[i].iov_base, vec[i].iov_len);
+		len += vec[i].iov_len;
+	}
+	return len;
+}
+
+static size_t rtrs_clt_kvec_len(const struct kvec *vec, size_t nr)
+{
+	size_t i, len = 0;
+
+	for (i = 0; i < nr; i++)
+		len += vec[i].iov_len;
+	return len;
+}
+
+static int rtrs_clt_post_req(struct rtrs_clt_path *path, int dir,
+			     const struct rtrs_clt_req_ops *ops,
+			     struct rtrs_permit *permit,
+			     const struct kvec *vec, size_t nr, size_t len,
+			     struct scatterlist *sg, unsigned int sg_cnt)
+{
+	struct rtrs_clt_req *req = &path->reqs[permit->mem_id];
+	size_t trailer, usr_len = rtrs_clt_kvec_len(vec, nr);
+	int err;
+
+	trailer = dir == READ ? sizeof(struct rtrs_msg_rdma_read) +
+				sizeof(struct rtrs_sg_desc) :
+				sizeof(struct rtrs_msg_rdma_write);
+	if (usr_len + trailer > path->max_hdr_size || len > path->max_io_size)
+		return -EMSGSIZE;
+
+	rtrs_clt_copy_usr(req->iu->buf, vec, nr);
+	req->con = rtrs_clt_permit_con(path, permit);
+	req->permit = permit;
+	req->sg = sg;
+	req->sg_cnt = sg_cnt;
+	req->dir = dir;
+	req->conf = ops->conf_fn;
+	req->priv = ops->priv;
+	req->need_inv = false;
+	atomic_inc(&path->inflight);
+	atomic_set(&req->in_use, 1);
+
+	err = dir == READ ? rtrs_clt_post_read(req, len, usr_len) :
+			    rtrs_clt_post_write(req, len, usr_len);
+	if (err) {
+		atomic_set(&req->in_use, 0);
+		atomic_dec(&path->inflight);
+	}
+	return err;
+}
+
+/* A live path with the fewest requests in flight; its io_ref is taken. */
+static struct rtrs_clt_path *rtrs_clt_min_inflight(struct rtrs_clt_sess *sess)
+{
+	struct rtrs_clt_path *path, *best = NULL;
+
+	list_for_each_entry_rcu(path, &sess->paths, entry) {
+		if (!percpu_ref_tryget_live(&path->io_ref))
+			continue;
+		if (best && atomic_read(&path->inflight) >=
+			    atomic_read(&best->inflight)) {
+			percpu_ref_put(&path->io_ref);
+			continue;
+		}
+		if (best)
+			percpu_ref_put(&best->io_ref);
+		best = path;
+	}
+	return best;
+}
+
+/* The next live path in turn, else any live one. */
+static struct rtrs_clt_path *rtrs_clt_round_robin(struct rtrs_clt_sess *sess)
+{
+	struct rtrs_clt_path *path;
+	unsigned int turn = atomic_inc_return(&sess->rr_next);
+	unsigned int i = 0, n = 0;
+
+	list_for_each_entry_rcu(path, &sess->paths, entry)
+		n++;
+	list_for_each_entry_rcu(path, &sess->paths, entry) {
+		if (i++ == turn % n && percpu_ref_tryget_live(&path->io_ref))
+			return path;
+	}
+	return rtrs_clt_min_inflight(sess);
+}
+
+/**
+ * rtrs_clt_request() - send a request of the ULP
+ * @dir: READ (the server writes @sg) or WRITE (the server gets @sg)
+ * @ops: the completion, called once unless this returns an error
+ * @sess: the session
+ * @permit: the request's permit
+ * @vec: the user header, @nr pieces of it
+ * @nr: entries of @vec
+ * @len: bytes of data in @sg
+ * @sg: the data
+ * @sg_cnt: entries of @sg
+ *
+ * Return: 0 when sent, else a negative errno and @ops is not called.
+ */
+int rtrs_clt_request(int dir, const struct rtrs_clt_req_ops *ops,
+		     struct rtrs_clt_sess *sess, struct rtrs_permit *permit,
+		     const struct kvec *vec, size_t nr, size_t len,
+		     struct scatterlist *sg, unsigned int sg_cnt)
+{
+	struct rtrs_clt_path *path;
+	int err;
+
+	rcu_read_lock();
+	if (READ_ONCE(sess->mp_policy) == RTRS_CLT_MP_ROUND_ROBIN)
+		path = rtrs_clt_round_robin(sess);
+	else
+		path = rtrs_clt_min_inflight(sess);
+	rcu_read_unlock();
+	if (!path)
+		return -ECONNABORTED;
+
+	err = rtrs_clt_post_req(path, dir, ops, permit, vec, nr, len, sg,
+				sg_cnt);
+	percpu_ref_put(&path->io_ref);
+	return err;
+}
+EXPORT_SYMBOL_GPL(rtrs_clt_request);
+
+/* Our connections are polled by interrupts: nothing to poll here. */
+int rtrs_clt_rdma_cq_direct(struct rtrs_clt_sess *sess, unsigned int index)
+{
+	return 0;
+}
+EXPORT_SYMBOL_GPL(rtrs_clt_rdma_cq_direct);
+
+int rtrs_clt_query(struct rtrs_clt_sess *sess, struct rtrs_attrs *attr)
+{
+	mutex_lock(&sess->paths_mutex);
+	attr->queue_depth = sess->queue_depth;
+	attr->max_io_size = sess->max_io_size;
+	attr->max_segments = sess->max_segments;
+	mutex_unlock(&sess->paths_mutex);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(rtrs_clt_query);
+
+/* The requests of a path, one per permit */
+
+static void rtrs_clt_dereg_mrs(struct rtrs_clt_path *path)
+{
+	u32 i;
+
+	for (i = 0; path->reqs && i < path->queue_depth; i++) {
+		if (path->reqs[i].mr)
+			ib_dereg_mr(path->reqs[i].mr);
+		path->reqs[i].mr = NULL;
+	}
+}
+
+static void rtrs_clt_free_reqs(struct rtrs_clt_path *path)
+{
+	u32 i;
+
+	if (!path->reqs)
+		return;
+	rtrs_clt_dereg_mrs(path);
+	for (i = 0; i < path->queue_depth; i++) {
+		rtrs_iu_free(path->reqs[i].iu, path->s.dev->ib_dev);
+		kfree(path->reqs[i].sge);
+	}
+	kfree(path->reqs);
+	path->reqs = NULL;
+}
+
+static int rtrs_clt_init_req(struct rtrs_clt_path *path,
+			     struct rtrs_clt_req *req)
+{
+	struct rtrs_ib_dev *dev = path->s.dev;
+
+	req->path = path;
+	req->inv_cqe.done = rtrs_clt_inv_done;
+	req->iu = rtrs_iu_alloc(dev->ib_dev, path->max_hdr_size,
+				DMA_TO_DEVICE, GFP_KERNEL, rtrs_clt_send_done);
+	if (!req->iu)
+		return -ENOMEM;
+	req->sge = kcalloc(path->max_send_sge, sizeof(*req->sge), GFP_KERNEL);
+	if (!req->sge)
+		return -ENOMEM;
+	req->mr = ib_alloc_mr(dev->pd, IB_MR_TYPE_MEM_REG,
+			      path->max_pages_per_mr);
+	if (IS_ERR(req->mr)) {
+		int err = PTR_ERR(req->mr);
+
+		req->mr = NULL;
+		return err;
+	}
+	return 0;
+}
+
+static int rtrs_clt_alloc_reqs(struct rtrs_clt_path *path)
+{
+	u32 i;
+	int err;
+
+	path->reqs = kcalloc(path->queue_depth, sizeof(*path->reqs),
+			     GFP_KERNEL);
+	if (!path->reqs)
+		return -ENOMEM;
+	for (i = 0; i < path->queue_depth; i++) {
+		err = rtrs_clt_init_req(path, &path->reqs[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* After the queue pairs are gone: fail what the server never answered. */
+static void rtrs_clt_fail_reqs(struct rtrs_clt_path *path)
+{
+	u32 i;
+
+	for (i = 0; path->reqs && i < path->queue_depth; i++)
+		rtrs_clt_req_complete(&path->reqs[i], -ECONNABORTED);
+}
+
+/* Connections */
+
+static void rtrs_clt_cm_finish(struct rtrs_clt_con *con, int err)
+{
+	if (!completion_done(&con->cm_done)) {
+		con->cm_err = err;
+		complete(&con->cm_done);
+		return;
+	}
+	if (err)
+		rtrs_clt_path_fail(to_clt_path(con->c.path));
+}
+
+static void rtrs_clt_query_dev(struct rtrs_clt_path *path)
+{
+	const struct ib_device_attr *attrs = &path->s.dev->ib_dev->attrs;
+
+	path->max_pages_per_mr = min_t(u32, RTRS_CLT_MAX_SEGMENTS,
+				       attrs->max_fast_reg_page_list_len);
+	path->max_send_sge = min_t(u32, RTRS_CLT_MAX_SEGMENTS + 1,
+				   attrs->max_send_sge);
+}
+
+/* The first connection brings the path's device; the others share it. */
+static int rtrs_clt_con_dev(struct rtrs_clt_con *con)
+{
+	struct rtrs_clt_path *path = to_clt_path(con->c.path);
+	struct ib_device *ib_dev = con->c.cm_id->device;
+
+	if (con->c.cid) {
+		if (path->s.dev->ib_dev != ib_dev)
+			return -EINVAL;
+		return 0;
+	}
+	path->s.dev = rtrs_ib_dev_get(&rtrs_clt_dev_pool, ib_dev);
+	if (!path->s.dev)
+		return -ENOMEM;
+	rtrs_clt_query_dev(path);
+	return 0;
+}
+
+static int rtrs_clt_create_qp(struct rtrs_clt_con *con)
+{
+	struct rtrs_clt_path *path = to_clt_path(con->c.path);
+	u32 depth = rtrs_clt_con_depth(path, con->c.cid);
+	int err;
+
+	err = rtrs_clt_con_dev(con);
+	if (err)
+		return err;
+	return rtrs_con_create_qp(&con->c, path->s.dev->pd,
+				  RTRS_CLT_SEND_PER_IO * depth +
+				  RTRS_CLT_WR_SLACK,
+				  RTRS_CLT_RECV_PER_IO * depth +
+				  RTRS_CLT_WR_SLACK,
+				  path->max_send_sge,
+				  con->c.cid % con->c.cm_id->device->num_comp_vectors,
+				  IB_POLL_SOFTIRQ);
+}
+
+static int rtrs_clt_connect(struct rtrs_clt_con *con)
+{
+	struct rtrs_clt_path *path = to_clt_path(con->c.path);
+	struct rtrs_msg_conn_req req = {
+		.magic = cpu_to_le16(RTRS_MAGIC),
+		.version = cpu_to_le16(RTRS_PROTO_VER),
+		.cid = cpu_to_le16(con->c.cid),
+		.cid_num = cpu_to_le16(path->s.con_num),
+		.flags = RTRS_CON_REQ_FIRST_CONN,
+	};
+	struct rdma_conn_param param = {
+		.private_data = &req,
+		.private_data_len = sizeof(req),
+		.retry_count = RTRS_CLT_CM_RETRIES,
+		.rnr_retry_count = RTRS_CLT_CM_RETRIES,
+	};
+
+	/*
+	 * As Linux's RTRS puts them: the path's uuid in sess_uuid, the
+	 * session's, which the server groups the paths by, in paths_uuid.
+	 */
+	uuid_copy(&req.sess_uuid, &path->s.uuid);
+	uuid_copy(&req.paths_uuid, &path->sess->uuid);
+	return rdma_connect_locked(con->c.cm_id, &param);
+}
+
+static int rtrs_clt_route_resolved(struct rtrs_clt_con *con)
+{
+	int err;
+
+	err = rtrs_clt_create_qp(con);
+	if (err)
+		return err;
+	return rtrs_clt_connect(con);
+}
+
+/* cid 0's answer sets the path's limits. */
+static int rtrs_clt_take_limits(struct rtrs_clt_con *con,
+				const struct rtrs_msg_conn_rsp *rsp)
+{
+	struct rtrs_clt_path *path = to_clt_path(con->c.path);
+	struct rdma_cm_id *cm_id = con->c.cm_id;
+
+	path->queue_depth = le16_to_cpu(rsp->queue_depth);
+	path->max_io_size = le32_to_cpu(rsp->max_io_size);
+	path->max_hdr_size = le32_to_cpu(rsp->max_hdr_size);
+	path->flags = le32_to_cpu(rsp->flags);
+	path->chunk_size = path->max_io_size + path->max_hdr_size;
+	if (!path->queue_depth || path->max_hdr_size <
+	    sizeof(struct rtrs_msg_rdma_read) + sizeof(struct rtrs_sg_desc))
+		return -EINVAL;
+	path->hca_port = cm_id->port_num;
+	strscpy(path->hca_name, dev_name(&cm_id->device->dev),
+		sizeof(path->hca_name));
+	memcpy(&path->s.src_addr, &cm_id->route.addr.src_addr,
+	       sizeof(path->s.src_addr));
+	return 0;
+}
+
+static int rtrs_clt_established(struct rtrs_clt_con *con,
+				const struct rdma_cm_event *ev)
+{
+	const struct rtrs_msg_conn_rsp *rsp = ev->param.conn.private_data;
+
+	if (ev->param.conn.private_data_len < sizeof(*rsp) ||
+	    le16_to_cpu(rsp->magic) != RTRS_MAGIC)
+		return -ECONNRESET;
+	if (le16_to_cpu(rsp->version) >> 8 != RTRS_PROTO_VER_MAJOR)
+		return -EPROTONOSUPPORT;
+	if (rsp->errno)
+		return -abs((s16)le16_to_cpu(rsp->errno));
+	con->established = true;
+	if (con->c.cid)
+		return 0;
+	return rtrs_clt_take_limits(con, rsp);
+}
+
+static int rtrs_clt_rejected(struct rtrs_clt_con *con,
+			     struct rdma_cm_event *ev)
+{
+	const struct rtrs_msg_conn_rsp *rsp;
+	int err = -ECONNRESET;
+	u8 len;
+
+	rsp = rdma_consumer_reject_data(con->c.cm_id, ev, &len);
+	if (rsp && len >= sizeof(*rsp) &&
+	    le16_to_cpu(rsp->magic) == RTRS_MAGIC && rsp->errno)
+		err = -abs((s16)le16_to_cpu(rsp->errno));
+	rtrs_path_err(con->c.path, "connection %u rejected: %s (%d)\n",
+		      con->c.cid, rdma_reject_msg(con->c.cm_id, ev->status),
+		      err);
+	return err;
+}
+
+static int rtrs_clt_cm_handler(struct rdma_cm_id *cm_id,
+			       struct rdma_cm_event *ev)
+{
+	struct rtrs_clt_con *con = cm_id->context;
+	int err;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		err = rdma_resolve_route(cm_id, RTRS_CLT_CONNECT_TIMEOUT_MS);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		err = rtrs_clt_route_resolved(con);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		rtrs_clt_cm_finish(con, rtrs_clt_established(con, ev));
+		return 0;
+	case RDMA_CM_EVENT_REJECTED:
+		err = rtrs_clt_rejected(con, ev);
+		break;
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		return 0;
+	default:
+		rtrs_path_info(con->c.path, "connection %u: %s (%d)\n",
+			       con->c.cid, rdma_event_msg(ev->event),
+			       ev->status);
+		err = -ECONNRESET;
+		break;
+	}
+	if (err)
+		rtrs_clt_cm_finish(con, err);
+	/* Never non-zero: the connection's teardown destroys cm_id. */
+	return 0;
+}
+
+static int rtrs_clt_con_open(struct rtrs_clt_path *path, unsigned int cid)
+{
+	unsigned long timeout = msecs_to_jiffies(RTRS_CLT_CONNECT_TIMEOUT_MS);
+	struct rtrs_clt_con *con;
+	struct rdma_cm_id *cm_id;
+	int err;
+
+	con = kzalloc(sizeof(*con), GFP_KERNEL);
+	if (!con)
+		return -ENOMEM;
+	con->c.path = &path->s;
+	con->c.cid = cid;
+	init_completion(&con->cm_done);
+	path->s.con[cid] = &con->c;
+
+	cm_id = rdma_create_id(&init_net, rtrs_clt_cm_handler, con,
+			       path->s.dst_addr.ss_family == AF_IB ?
+			       RDMA_PS_IB : RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(cm_id))
+		return PTR_ERR(cm_id);
+	con->c.cm_id = cm_id;
+	err = rdma_set_reuseaddr(cm_id, 1);
+	if (err)
+		return err;
+	err = rdma_resolve_addr(cm_id, (struct sockaddr *)&path->s.src_addr,
+				(struct sockaddr *)&path->s.dst_addr,
+				RTRS_CLT_CONNECT_TIMEOUT_MS);
+	if (err)
+		return err;
+	if (!wait_for_completion_timeout(&con->cm_done, 2 * timeout))
+		return -ETIMEDOUT;
+	return con->cm_err;
+}
+
+/* Path teardown, for a failed setup as for a closed path */
+
+static void rtrs_clt_disconnect_cons(struct rtrs_clt_path *path)
+{
+	unsigned int cid;
+
+	for (cid = 0; cid < path->s.con_num; cid++) {
+		if (path->s.con[cid] && path->s.con[cid]->cm_id)
+			rdma_disconnect(path->s.con[cid]->cm_id);
+	}
+}
+
+/* Wait for the completions of every work request posted. */
+static void rtrs_clt_drain_cons(struct rtrs_clt_path *path)
+{
+	struct rtrs_clt_con *con;
+	unsigned int cid;
+
+	for (cid = 0; cid < path->s.con_num; cid++) {
+		if (!path->s.con[cid])
+			continue;
+		con = to_clt_con(path->s.con[cid]);
+		if (con->established && con->c.qp)
+			ib_drain_qp(con->c.qp);
+	}
+}
+
+static void rtrs_clt_destroy_qps(struct rtrs_clt_path *path)
+{
+	unsigned int cid;
+
+	for (cid = 0; cid < path->s.con_num; cid++) {
+		if (path->s.con[cid])
+			rtrs_con_destroy_qp(path->s.con[cid]);
+	}
+}
+
+static void rtrs_clt_destroy_cons(struct rtrs_clt_path *path)
+{
+	struct rtrs_clt_con *con;
+	unsigned int cid;
+
+	for (cid = 0; cid < path->s.con_num; cid++) {
+		if (!path->s.con[cid])
+			continue;
+		con = to_clt_con(path->s.con[cid]);
+		if (con->c.cm_id)
+			rdma_destroy_id(con->c.cm_id);
+		if (con->rx_ius)
+			rtrs_clt_free_rx(con);
+		kfree(con);
+		path->s.con[cid] = NULL;
+	}
+}
+
+static void rtrs_clt_path_teardown(struct rtrs_clt_path *path)
+{
+	if (!percpu_ref_is_dying(&path->io_ref)) {
+		percpu_ref_kill(&path->io_ref);
+		wait_for_completion(&path->io_ref_done);
+	}
+	rtrs_hb_stop(&path->s);
+	rtrs_clt_disconnect_cons(path);
+	rtrs_clt_drain_cons(path);
+	rtrs_clt_destroy_qps(path);
+	/* The server can no longer write to what the requests registered. */
+	rtrs_clt_dereg_mrs(path);
+	rtrs_clt_fail_reqs(path);
+	rtrs_clt_destroy_cons(path);
+	rtrs_clt_free_reqs(path);
+	kfree(path->rbufs);
+	path->rbufs = NULL;
+	if (path->s.dev) {
+		rtrs_ib_dev_put(path->s.dev);
+		path->s.dev = NULL;
+	}
+	WRITE_ONCE(path->state, RTRS_CLT_CLOSED);
+}
+
+static bool rtrs_clt_sess_connected(struct rtrs_clt_sess *sess)
+{
+	struct rtrs_clt_path *path;
+	bool connected = false;
+
+	mutex_lock(&sess->paths_mutex);
+	list_for_each_entry(path, &sess->paths, entry)
+		connected |= rtrs_clt_path_state(path) == RTRS_CLT_CONNECTED;
+	mutex_unlock(&sess->paths_mutex);
+	return connected;
+}
+
+static void rtrs_clt_close_work(struct work_struct *work)
+{
+	struct rtrs_clt_path *path = container_of(work, struct rtrs_clt_path,
+						  close_work);
+	struct rtrs_clt_sess *sess = path->sess;
+
+	rtrs_path_info(&path->s, "%s: closing the path\n", path->name);
+	rtrs_clt_path_teardown(path);
+	if (!READ_ONCE(sess->closing) && !rtrs_clt_sess_connected(sess) &&
+	    sess->ops.link_ev)
+		sess->ops.link_ev(sess->ops.priv, RTRS_CLT_LINK_EV_DISCONNECTED);
+}
+
+/* INFO_REQ and INFO_RSP: the server's chunks */
+
+static void rtrs_clt_info_req_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rtrs_clt_path *path = rtrs_clt_cq_path(cq);
+	struct rtrs_iu *iu = container_of(wc->wr_cqe, struct rtrs_iu, cqe);
+
+	rtrs_iu_free(iu, path->s.dev->ib_dev);
+	rtrs_clt_wc_ok(path, wc, "INFO_REQ");
+}
+
+/* Split the server's descriptors into chunks, one per permit. */
+static int rtrs_clt_take_chunks(struct rtrs_clt_path *path,
+				const struct rtrs_msg_info_rsp *msg)
+{
+	u32 sg_cnt = le16_to_cpu(msg->sg_cnt), i, n = 0;
+	u32 len;
+	u64 addr;
+
+	if (order_base_2(path->queue_depth) + order_base_2(path->chunk_size) >
+	    RTRS_IMM_PAYLOAD_BITS)
+		return -EINVAL;
+	for (i = 0; i < sg_cnt; i++) {
+		addr = le64_to_cpu(msg->desc[i].addr);
+		len = le32_to_cpu(msg->desc[i].len);
+		if (!len || len % path->chunk_size)
+			return -EINVAL;
+		for (; len && n < path->queue_depth; n++) {
+			path->rbufs[n].addr = addr;
+			path->rbufs[n].rkey = le32_to_cpu(msg->desc[i].key);
+			addr += path->chunk_size;
+			len -= path->chunk_size;
+		}
+		if (len)
+			return -EINVAL;
+	}
+	return n == path->queue_depth ? 0 : -EINVAL;
+}
+
+static int rtrs_clt_process_info_rsp(struct rtrs_clt_path *path,
+				     struct rtrs_iu *iu, u32 byte_len)
+{
+	const struct rtrs_msg_info_rsp *msg = iu->buf;
+
+	ib_dma_sync_single_for_cpu(path->s.dev->ib_dev, iu->dma_addr,
+				   iu->size, DMA_FROM_DEVICE);
+	if (byte_len < sizeof(*msg) ||
+	    le16_to_cpu(msg->type) != RTRS_MSG_INFO_RSP ||
+	    byte_len < struct_size(msg, desc, le16_to_cpu(msg->sg_cnt))) {
+		rtrs_path_err(&path->s, "%s: malformed INFO_RSP\n",
+			      path->name);
+		return -EINVAL;
+	}
+	return rtrs_clt_take_chunks(path, msg);
+}
+
+static void rtrs_clt_info_rsp_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rtrs_clt_path *path = rtrs_clt_cq_path(cq);
+	struct rtrs_iu *iu = container_of(wc->wr_cqe, struct rtrs_iu, cqe);
+
+	if (wc->status != IB_WC_SUCCESS)
+		path->info_err = -ECONNRESET;
+	else
+		path->info_err = rtrs_clt_process_info_rsp(path, iu,
+							   wc->byte_len);
+	rtrs_iu_free(iu, path->s.dev->ib_dev);
+	complete(&path->info_done);
+}
+
+static int rtrs_clt_post_info_req(struct rtrs_clt_path *path)
+{
+	struct rtrs_con *c = path->s.con[0];
+	struct ib_device *ib_dev = path->s.dev->ib_dev;
+	struct rtrs_msg_info_req *msg;
+	struct rtrs_iu *tx, *rx;
+	int err;
+
+	rx = rtrs_iu_alloc(ib_dev, struct_size((struct rtrs_msg_info_rsp *)NULL,
+					       desc, path->queue_depth),
+			   DMA_FROM_DEVICE, GFP_KERNEL, rtrs_clt_info_rsp_done);
+	if (!rx)
+		return -ENOMEM;
+	err = rtrs_iu_post_recv(c, rx);
+	if (err) {
+		rtrs_iu_free(rx, ib_dev);
+		return err;
+	}
+	/* From here the completions of rx and tx free them. */
+	tx = rtrs_iu_alloc(ib_dev, sizeof(*msg), DMA_TO_DEVICE, GFP_KERNEL,
+			   rtrs_clt_info_req_done);
+	if (!tx)
+		return -ENOMEM;
+	msg = tx->buf;
+	msg->type = cpu_to_le16(RTRS_MSG_INFO_REQ);
+	/* Linux's server names the path by this and refuses '/' and '.'. */
+	strscpy(msg->pathname, path->sess->sessname, sizeof(msg->pathname));
+	err = rtrs_iu_post_send(c, tx, sizeof(*msg), NULL);
+	if (err)
+		rtrs_iu_free(tx, ib_dev);
+	return err;
+}
+
+static int rtrs_clt_info_exchange(struct rtrs_clt_path *path)
+{
+	unsigned long timeout = msecs_to_jiffies(RTRS_CLT_CONNECT_TIMEOUT_MS);
+	int err;
+
+	path->rbufs = kcalloc(path->queue_depth, sizeof(*path->rbufs),
+			      GFP_KERNEL);
+	if (!path->rbufs)
+		return -ENOMEM;
+	err = rtrs_clt_post_info_req(path);
+	if (err)
+		return err;
+	if (!wait_for_completion_timeout(&path->info_done, timeout))
+		return -ETIMEDOUT;
+	err = rtrs_clt_setup_err(path) ?: path->info_err;
+	if (err)
+		return err;
+	return rtrs_clt_post_rx(to_clt_con(path->s.con[0]));
+}
+
+/* Path setup */
+
+static void rtrs_clt_make_name(struct rtrs_clt_path *path)
+{
+	char src[64], dst[64];
+
+	if (rtrs_sockaddr_to_str((struct sockaddr *)&path->s.src_addr, src,
+				 sizeof(src)) < 0)
+		strscpy(src, "unknown", sizeof(src));
+	if (rtrs_sockaddr_to_str((struct sockaddr *)&path->s.dst_addr, dst,
+				 sizeof(dst)) < 0)
+		strscpy(dst, "unknown", sizeof(dst));
+	snprintf(path->name, sizeof(path->name), "%s@%s", src, dst);
+}
+
+/* The session's permits come with its first path; the others agree. */
+static int rtrs_clt_join_sess(struct rtrs_clt_path *path)
+{
+	struct rtrs_clt_sess *sess = path->sess;
+	int err = 0;
+
+	mutex_lock(&sess->paths_mutex);
+	if (!sess->permits)
+		err = rtrs_clt_alloc_permits(sess, path->queue_depth);
+	else if (sess->queue_depth != path->queue_depth)
+		err = -EINVAL;
+	if (!err) {
+		/* A buffer not page aligned takes one page more. */
+		sess->max_segments = min3(sess->max_segments,
+					  path->max_pages_per_mr - 1,
+					  path->max_send_sge - 1);
+		sess->max_io_size = min3(sess->max_io_size, path->max_io_size,
+					 sess->max_segments * SZ_4K);
+	}
+	mutex_unlock(&sess->paths_mutex);
+	return err;
+}
+
+static int rtrs_clt_path_setup(struct rtrs_clt_path *path)
+{
+	unsigned int cid;
+	int err;
+
+	for (cid = 0; cid < path->s.con_num; cid++) {
+		err = rtrs_clt_con_open(path, cid);
+		if (err)
+			return err;
+	}
+	err = rtrs_clt_setup_err(path);
+	if (err)
+		return err;
+	rtrs_clt_make_name(path);
+	err = rtrs_clt_alloc_reqs(path);
+	if (err)
+		return err;
+	err = rtrs_clt_setup_rx(path);
+	if (err)
+		return err;
+	err = rtrs_clt_info_exchange(path);
+	if (err)
+		return err;
+	return rtrs_clt_join_sess(path);
+}
+
+static int rtrs_clt_path_open(struct rtrs_clt_path *path)
+{
+	int err;
+
+	err = rtrs_clt_path_setup(path);
+	if (err)
+		goto out_teardown;
+	err = rtrs_clt_sysfs_add_path(path);
+	if (err)
+		goto out_teardown;
+	percpu_ref_resurrect(&path->io_ref);
+	if (!rtrs_clt_change_state(path, RTRS_CLT_CONNECTING,
+				   RTRS_CLT_CONNECTED)) {
+		err = -ECONNRESET;
+		goto out_teardown;
+	}
+	rtrs_hb_start(&path->s);
+	rtrs_path_info(&path->s, "%s: connected (%s:%u, queue depth %u)\n",
+		       path->name, path->hca_name, path->hca_port,
+		       path->queue_depth);
+	return 0;
+
+out_teardown:
+	rtrs_path_err(&path->s, "cannot connect path %s: %d\n", path->name,
+		      err);
+	rtrs_clt_path_teardown(path);
+	return err;
+}
+
+static void rtrs_clt_io_ref_release(struct percpu_ref *ref)
+{
+	struct rtrs_clt_path *path = container_of(ref, struct rtrs_clt_path,
+						  io_ref);
+
+	complete(&path->io_ref_done);
+}
+
+/* Freed by the release of its kobject. */
+void rtrs_clt_free_path(struct rtrs_clt_path *path)
+{
+	percpu_ref_exit(&path->io_ref);
+	kfree(path->s.con);
+	kfree(path);
+}
+
+static struct rtrs_clt_path *rtrs_clt_alloc_path(struct rtrs_clt_sess *sess,
+						 const struct rtrs_addr *addr)
+{
+	struct rtrs_clt_path *path;
+
+	path = kzalloc(sizeof(*path), GFP_KERNEL);
+	if (!path)
+		return NULL;
+	path->s.con_num = nr_cpu_ids + 1;
+	path->s.con = kcalloc(path->s.con_num, sizeof(*path->s.con),
+			      GFP_KERNEL);
+	if (!path->s.con)
+		goto out_free_path;
+	if (percpu_ref_init(&path->io_ref, rtrs_clt_io_ref_release,
+			    PERCPU_REF_INIT_DEAD, GFP_KERNEL))
+		goto out_free_con;
+	path->sess = sess;
+	strscpy(path->s.sessname, sess->sessname, sizeof(path->s.sessname));
+	memcpy(&path->s.src_addr, addr->src, sizeof(path->s.src_addr));
+	memcpy(&path->s.dst_addr, addr->dst, sizeof(path->s.dst_addr));
+	uuid_gen(&path->s.uuid);
+	spin_lock_init(&path->state_lock);
+	path->state = RTRS_CLT_CONNECTING;
+	init_completion(&path->io_ref_done);
+	init_completion(&path->info_done);
+	INIT_WORK(&path->close_work, rtrs_clt_close_work);
+	path->hb_cqe.done = rtrs_clt_hb_done;
+	rtrs_hb_init(&path->s, &path->hb_cqe, rtrs_clt_hb_err, rtrs_clt_wq);
+	rtrs_clt_make_name(path);
+	rtrs_clt_sysfs_init_path(path);
+	return path;
+
+out_free_con:
+	kfree(path->s.con);
+out_free_path:
+	kfree(path);
+	return NULL;
+}
+
+/* Sessions */
+
+static void rtrs_clt_sess_release(struct device *dev)
+{
+	struct rtrs_clt_sess *sess = container_of(dev, struct rtrs_clt_sess,
+						  dev);
+
+	rtrs_clt_free_permits(sess);
+	mutex_destroy(&sess->paths_mutex);
+	kfree(sess);
+}
+
+static struct rtrs_clt_sess *
+rtrs_clt_alloc_sess(const struct rtrs_clt_ops *ops,
+		    const struct rtrs_clt_open_args *args)
+{
+	struct rtrs_clt_sess *sess;
+
+	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
+	if (!sess)
+		return NULL;
+	strscpy(sess->sessname, args->sessname, sizeof(sess->sessname));
+	uuid_gen(&sess->uuid);
+	sess->ops = *ops;
+	sess->port = args->port;
+	sess->pdu_sz = args->pdu_sz;
+	sess->mp_policy = RTRS_CLT_MP_MIN_INFLIGHT;
+	sess->max_io_size = U32_MAX;
+	sess->max_segments = U32_MAX;
+	mutex_init(&sess->paths_mutex);
+	INIT_LIST_HEAD(&sess->paths);
+	init_waitqueue_head(&sess->permits_wait);
+
+	device_initialize(&sess->dev);
+	sess->dev.class = &rtrs_clt_class;
+	sess->dev.groups = rtrs_clt_sess_groups;
+	sess->dev.release = rtrs_clt_sess_release;
+	if (dev_set_name(&sess->dev, "%s", sess->sessname)) {
+		put_device(&sess->dev);
+		return NULL;
+	}
+	return sess;
+}
+
+static int rtrs_clt_check_args(const struct rtrs_clt_open_args *args)
+{
+	size_t len = strlen(args->sessname);
+
+	if (!len || len >= NAME_MAX || strpbrk(args->sessname, "/.")) {
+		pr_err("session name '%s' must be 1 to %d characters, no '/' or '.'\n",
+		       args->sessname, NAME_MAX - 1);
+		return -EINVAL;
+	}
+	if (!args->path_cnt || args->path_cnt > RTRS_MAX_PATHS) {
+		pr_err("%s: %zu paths, 1 to %d allowed\n", args->sessname,
+		       args->path_cnt, RTRS_MAX_PATHS);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int rtrs_clt_add_path(struct rtrs_clt_sess *sess,
+			     const struct rtrs_addr *addr)
+{
+	struct rtrs_clt_path *path;
+
+	path = rtrs_clt_alloc_path(sess, addr);
+	if (!path)
+		return -ENOMEM;
+	mutex_lock(&sess->paths_mutex);
+	list_add_tail_rcu(&path->entry, &sess->paths);
+	mutex_unlock(&sess->paths_mutex);
+	return rtrs_clt_path_open(path);
+}
+
+/**
+ * rtrs_clt_open() - open a session and connect all its paths
+ * @ops: the ULP's callbacks
+ * @args: the session's name, paths and parameters
+ *
+ * Context: process; sleeps until every path is up or one failed.
+ * Return: the session, or an ERR_PTR() when a path could not connect.
+ */
+struct rtrs_clt_sess *rtrs_clt_open(const struct rtrs_clt_ops *ops,
+				    const struct rtrs_clt_open_args *args)
+{
+	struct rtrs_clt_sess *sess;
+	size_t i;
+	int err;
+
+	err = rtrs_clt_check_args(args);
+	if (err)
+		return ERR_PTR(err);
+	sess = rtrs_clt_alloc_sess(ops, args);
+	if (!sess)
+		return ERR_PTR(-ENOMEM);
+	err = device_add(&sess->dev);
+	if (err)
+		goto out_put_sess;
+	err = rtrs_clt_sysfs_add_sess(sess);
+	if (err)
+		goto out_del_sess;
+	for (i = 0; i < args->path_cnt; i++) {
+		err = rtrs_clt_add_path(sess, &args->paths[i]);
+		if (err)
+			goto out_close;
+	}
+	return sess;
+
+out_close:
+	rtrs_clt_close(sess);
+	return ERR_PTR(err);
+out_del_sess:
+	device_del(&sess->dev);
+out_put_sess:
+	put_device(&sess->dev);
+	return ERR_PTR(err);
+}
+EXPORT_SYMBOL_GPL(rtrs_clt_open);
+
+static void rtrs_clt_path_close(struct rtrs_clt_path *path)
+{
+	if (rtrs_clt_change_state(path, RTRS_CLT_CONNECTED, RTRS_CLT_CLOSING))
+		queue_work(rtrs_clt_wq, &path->close_work);
+	flush_work(&path->close_work);
+}
+
+/**
+ * rtrs_clt_close() - close every path of a session and free it
+ * @sess: the session; its ULP has put all its permits
+ *
+ * Context: process; sleeps until the paths are down.
+ */
+void rtrs_clt_close(struct rtrs_clt_sess *sess)
+{
+	struct rtrs_clt_path *path, *tmp;
+
+	WRITE_ONCE(sess->closing, true);
+	list_for_each_entry(path, &sess->paths, entry)
+		rtrs_clt_path_close(path);
+
+	list_for_each_entry_safe(path, tmp, &sess->paths, entry) {
+		mutex_lock(&sess->paths_mutex);
+		list_del_rcu(&path->entry);
+		mutex_unlock(&sess->paths_mutex);
+		/* rtrs_clt_request() may still look at it. */
+		synchronize_rcu();
+		rtrs_clt_sysfs_put_path(path);
+	}
+	rtrs_clt_sysfs_del_sess(sess);
+	device_del(&sess->dev);
+	put_device(&sess->dev);
+}
+EXPORT_SYMBOL_GPL(rtrs_clt_close);
+
 static int __init rtrs_clt_init(void)
 {
 	int err;
 
+	rtrs_ib_dev_pool_init(&rtrs_clt_dev_pool);
+	rtrs_clt_wq = alloc_workqueue("rtrs_clt_wq", WQ_MEM_RECLAIM, 0);
+	if (!rtrs_clt_wq) {
+		err = -ENOMEM;
+		goto out_destroy_pool;
+	}
 	err = class_register(&rtrs_clt_class);
-	if (err)
+	if (err) {
 		pr_err("cannot register class %s: %d\n", rtrs_clt_class.name,
 		       err);
+		goto out_destroy_wq;
+	}
+	return 0;
+
+out_destroy_wq:
+	destroy_workqueue(rtrs_clt_wq);
+out_destroy_pool:
+	rtrs_ib_dev_pool_destroy(&rtrs_clt_dev_pool);
 	return err;
 }
 
 static void __exit rtrs_clt_exit(void)
 {
 	class_unregister(&rtrs_clt_class);
+	destroy_workqueue(rtrs_clt_wq);
+	rtrs_ib_dev_pool_destroy(&rtrs_clt_dev_pool);
 }
 
 module_init(rtrs_clt_init);

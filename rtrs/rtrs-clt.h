@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * RTRS client: what the client's files share (rtrs-clt.c, rtrs-clt-sysfs.c).
+ * Not for ULPs: they include rtrs.h only.
+ */
+#ifndef RTRS_CLT_H
+#define RTRS_CLT_H
+
+#include <linux/device.h>
+#include <linux/kobject.h>
+#include <linux/percpu-refcount.h>
+#include <linux/wait.h>
+
+#include "rtrs-pri.h"
+#include "rtrs.h"
+
+#define rtrs_clt_err(sess, fmt, ...)					\
+	pr_err("%s: " fmt, (sess)->sessname, ##__VA_ARGS__)
+#define rtrs_clt_info(sess, fmt, ...)					\
+	pr_info("%s: " fmt, (sess)->sessname, ##__VA_ARGS__)
+
+/*
+ * Life of a path:  CONNECTING -> CONNECTED -> CLOSING -> CLOSED
+ * A path that fails while CONNECTING goes to CLOSED through the error
+ * unwinding of its setup; a CONNECTED one through its close work.
+ */
+enum rtrs_clt_state {
+	RTRS_CLT_CONNECTING,
+	RTRS_CLT_CONNECTED,
+	RTRS_CLT_CLOSING,
+	RTRS_CLT_CLOSED,
+};
+
+/* How rtrs_clt_request() picks a path. */
+enum rtrs_clt_mp_policy {
+	RTRS_CLT_MP_ROUND_ROBIN,
+	RTRS_CLT_MP_MIN_INFLIGHT,
+};
+
+/**
+ * struct rtrs_permit - the right to one IO in flight, and its chunk on the
+ *			server
+ * @mem_id: index of the permit, and of its chunk on every path
+ * @cpu: CPU it was taken on: picks the IO connection
+ * @con_type: RTRS_ADMIN_CON or RTRS_IO_CON
+ * @__pad: keeps the pdu after it 8-byte aligned
+ *
+ * The ULP's pdu follows, see rtrs_permit_to_pdu().
+ */
+struct rtrs_permit {
+	u32 mem_id;
+	u32 cpu;
+	enum rtrs_clt_con_type con_type;
+	u32 __pad;
+};
+
+/**
+ * struct rtrs_clt_sess - a client session: paths to one server
+ * @dev: /sys/class/rtrs-client/<sessname>; its release frees the session
+ * @sessname: the session's name
+ * @uuid: identifies the session on the server (paths_uuid on the wire)
+ * @ops: the ULP's callbacks
+ * @port: the server's port
+ * @pdu_sz: bytes of ULP data after each permit
+ * @closing: set by rtrs_clt_close(): paths going down are no news then
+ * @paths_mutex: serialises changes of @paths
+ * @paths: the paths, RCU list; readers pick one for each IO
+ * @paths_kobj: /sys/class/rtrs-client/<sessname>/paths
+ * @mp_policy: an enum rtrs_clt_mp_policy
+ * @rr_next: round-robin cursor
+ * @queue_depth: number of permits, the server's chunks
+ * @max_io_size: largest data part of a request over every path
+ * @max_segments: largest sg count of a request over every path
+ * @permit_size: bytes of one permit with its pdu
+ * @permits: @queue_depth permits of @permit_size bytes
+ * @permits_map: bit set while a permit is taken
+ * @permits_wait: where rtrs_clt_get_permit() waits for a free one
+ */
+struct rtrs_clt_sess {
+	struct device dev;
+	char sessname[NAME_MAX];
+	uuid_t uuid;
+	struct rtrs_clt_ops ops;
+	u16 port;
+	size_t pdu_sz;
+	bool closing;
+	struct mutex paths_mutex;	/* protects paths' changes */
+	struct list_head paths;
+	struct kobject *paths_kobj;
+	int mp_policy;
+	atomic_t rr_next;
+	u32 queue_depth;
+	u32 max_io_size;
+	u32 max_segments;
+	size_t permit_size;
+	void *permits;
+	unsigned long *permits_map;
+	wait_queue_head_t permits_wait;
+};
+
+/**
+ * struct rtrs_clt_con - a connection of a client path
+ * @c: what the core knows of it
+ * @rx_ius: receive buffers, @rx_num of them, reposted as they complete
+ * @rx_num: number of @rx_ius
+ * @cm_done: completed by the CM handler when the connection is up or failed
+ * @cm_err: 0 once established, else why it failed
+ * @established: the connection got to RTS: its queue pair can be drained
+ */
+struct rtrs_clt_con {
+	struct rtrs_con c;
+	struct rtrs_iu **rx_ius;
+	unsigned int rx_num;
+	struct completion cm_done;
+	int cm_err;
+	bool established;
+};
+
+/**
+ * struct rtrs_clt_rbuf - a chunk of the server, where requests go
+ * @addr: its address in the server's DMA space
+ * @rkey: the rkey to write it; changes after each IO with RTRS_MSG_NEW_RKEY_F
+ */
+struct rtrs_clt_rbuf {
+	u64 addr;
+	u32 rkey;
+};
+
+/**
+ * struct rtrs_clt_req - an IO of a permit on a path
+ * @path: the path it was sent on
+ * @con: the connection it was sent on
+ * @permit: its permit
+ * @iu: user header and RTRS trailer, written into the server's chunk
+ * @mr: registers a READ's buffers for the server to write
+ * @inv_cqe: completion of the local invalidation of @mr
+ * @sge: the send's sg entries: data then @iu
+ * @sg: the ULP's data
+ * @sg_cnt: entries of @sg
+ * @dma_cnt: entries of @sg after DMA mapping, 0 when not mapped
+ * @dir: READ or WRITE
+ * @conf: the ULP's completion
+ * @priv: passed to @conf
+ * @errno: the server's answer, kept while @mr is invalidated
+ * @need_inv: @mr is still valid and must be invalidated before completion
+ * @in_use: set while in flight; whoever clears it completes the request
+ */
+struct rtrs_clt_req {
+	struct rtrs_clt_path *path;
+	struct rtrs_clt_con *con;
+	struct rtrs_permit *permit;
+	struct rtrs_iu *iu;
+	struct ib_mr *mr;
+	struct ib_cqe inv_cqe;
+	struct ib_sge *sge;
+	struct scatterlist *sg;
+	unsigned int sg_cnt;
+	int dma_cnt;
+	int dir;
+	void (*conf)(void *priv, int errno);
+	void *priv;
+	int errno;
+	bool need_inv;
+	atomic_t in_use;
+};
+
+/**
+ * struct rtrs_clt_path - a client path: one RDMA connection per CPU plus
+ *			  the admin connection to one address of the server
+ * @s: what the core knows of it
+ * @sess: the session it belongs to
+ * @entry: in @sess's paths
+ * @kobj: /sys/class/rtrs-client/<sessname>/paths/<src@dst>; its release
+ *	  frees the path
+ * @name: "<src>@<dst>", the name of @kobj
+ * @state_lock: protects @state
+ * @state: an enum rtrs_clt_state
+ * @io_ref: held by each rtrs_clt_request() while it posts on the path
+ * @io_ref_done: completed when @io_ref is killed and drained
+ * @close_work: takes a failed CONNECTED path down
+ * @info_done: completed when the server's INFO_RSP is processed
+ * @info_err: its result
+ * @setup_err: set, under @state_lock, when a connection fails while the
+ *	       path is still CONNECTING
+ * @hb_cqe: completion of our heartbeats
+ * @queue_depth: the server's number of chunks
+ * @max_io_size: the server's largest data part of an IO
+ * @max_hdr_size: the server's largest user header plus trailer
+ * @chunk_size: @max_io_size + @max_hdr_size
+ * @flags: the server's RTRS_MSG_* flags of CON_RSP
+ * @max_pages_per_mr: page entries of a READ's memory registration
+ * @max_send_sge: sg entries of a send on this device
+ * @rbufs: the server's chunks
+ * @reqs: one request per permit
+ * @inflight: requests in flight, for the min-inflight policy
+ * @hca_name: the RDMA device's name
+ * @hca_port: its port
+ */
+struct rtrs_clt_path {
+	struct rtrs_path s;
+	struct rtrs_clt_sess *sess;
+	struct list_head entry;
+	struct kobject kobj;
+	char name[NAME_MAX];
+	spinlock_t state_lock;		/* protects state */
+	enum rtrs_clt_state state;
+	struct percpu_ref io_ref;
+	struct completion io_ref_done;
+	struct work_struct close_work;
+	struct completion info_done;
+	int info_err;
+	int setup_err;
+	struct ib_cqe hb_cqe;
+	u32 queue_depth;
+	u32 max_io_size;
+	u32 max_hdr_size;
+	u32 chunk_size;
+	u32 flags;
+	u32 max_pages_per_mr;
+	u32 max_send_sge;
+	struct rtrs_clt_rbuf *rbufs;
+	struct rtrs_clt_req *reqs;
+	atomic_t inflight;
+	char hca_name[IB_DEVICE_NAME_MAX];
+	u32 hca_port;
+};
+
+static inline struct rtrs_clt_path *to_clt_path(struct rtrs_path *s)
+{
+	return container_of(s, struct rtrs_clt_path, s);
+}
+
+static inline struct rtrs_clt_con *to_clt_con(struct rtrs_con *c)
+{
+	return container_of(c, struct rtrs_clt_con, c);
+}
+
+const char *rtrs_clt_state_str(enum rtrs_clt_state state);
+enum rtrs_clt_state rtrs_clt_path_state(struct rtrs_clt_path *path);
+void rtrs_clt_free_path(struct rtrs_clt_path *path);
+
+/* rtrs-clt-sysfs.c */
+extern const struct attribute_group *rtrs_clt_sess_groups[];
+int rtrs_clt_sysfs_add_sess(struct rtrs_clt_sess *sess);
+void rtrs_clt_sysfs_del_sess(struct rtrs_clt_sess *sess);
+int rtrs_clt_sysfs_add_path(struct rtrs_clt_path *path);
+void rtrs_clt_sysfs_init_path(struct rtrs_clt_path *path);
+void rtrs_clt_sysfs_put_path(struct rtrs_clt_path *path);
+
+#endif /* RTRS_CLT_H */
