@@ -77,11 +77,13 @@ ktap_skip_all() {
 	exit 4
 }
 
+# The totals; returns the test's exit code: 1 on any failure, 4 (skip)
+# when nothing passed, else 0.
 ktap_finish() {
 	echo "# totals: pass:$KTAP_PASS fail:$KTAP_FAIL skip:$KTAP_SKIP"
-	[ "$KTAP_FAIL" -eq 0 ] || exit 1
-	[ "$KTAP_PASS" -gt 0 ] || exit 4
-	exit 0
+	[ "$KTAP_FAIL" -eq 0 ] || return 1
+	[ "$KTAP_PASS" -gt 0 ] || return 4
+	return 0
 }
 
 # Path N's address on ROLE's side.  In one guest both sides share it.
@@ -109,17 +111,21 @@ rnbd_path_rxe() {
 	echo "rxe$1"
 }
 
-# Soft-RoCE over the netdev of each path.  Idempotent.
+# Soft-RoCE over the netdev of each path.  Idempotent, and serialised: in
+# one guest both sides of a test bring it up at the same time.
 rnbd_rdma_up() {
-	local i dev
+	(
+		local i dev
 
-	modprobe -a rdma_rxe rdma_ucm ib_uverbs || return 1
-	for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
-		dev=$(rnbd_path_rxe "$i")
-		rdma link show "$dev/1" >/dev/null 2>&1 && continue
-		rdma link add "$dev" type rxe netdev "$(rnbd_path_netdev "$i")" ||
-			return 1
-	done
+		flock 9 || return 1
+		modprobe -a rdma_rxe rdma_ucm ib_uverbs || return 1
+		for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
+			dev=$(rnbd_path_rxe "$i")
+			rdma link show "$dev/1" >/dev/null 2>&1 && continue
+			rdma link add "$dev" type rxe \
+				netdev "$(rnbd_path_netdev "$i")" || return 1
+		done
+	) 9>/run/rnbd-rdma-up.lock
 }
 
 # rnbd_rdma_state RXE: the state of port 1 of RXE ("ACTIVE", "DOWN", ...).
