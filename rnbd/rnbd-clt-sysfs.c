@@ -285,7 +285,7 @@ static ssize_t access_mode_show(struct kobject *kobj,
 				struct kobj_attribute *attr, char *page)
 {
 	return sysfs_emit(page, "%s\n",
-		rnbd_clt_access_mode_str(to_clt_dev(kobj)->access_mode));
+		rnbd_access_mode_str(to_clt_dev(kobj)->access_mode));
 }
 
 static struct kobj_attribute rnbd_clt_access_mode_attr =

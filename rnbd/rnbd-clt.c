@@ -47,19 +47,6 @@ struct rnbd_clt_iu {
 	struct scatterlist sg[];
 };
 
-const char *rnbd_clt_access_mode_str(enum rnbd_access_mode mode)
-{
-	switch (mode) {
-	case RNBD_ACCESS_RO:
-		return "ro";
-	case RNBD_ACCESS_RW:
-		return "rw";
-	case RNBD_ACCESS_MIGRATION:
-		return "migration";
-	}
-	return "unknown";
-}
-
 const char *rnbd_clt_dev_state_str(enum rnbd_clt_dev_state state)
 {
 	switch (state) {
@@ -578,7 +565,7 @@ static int rnbd_clt_setup_dev(struct rnbd_clt_dev *dev)
 	pr_info("%s: %s mapped as %s (%llu sectors, %s)\n",
 		dev->sess->sessname, dev->pathname, dev->gd->disk_name,
 		le64_to_cpu(rsp->nsectors),
-		rnbd_clt_access_mode_str(dev->access_mode));
+		rnbd_access_mode_str(dev->access_mode));
 	kfree(rsp);
 	return 0;
 

@@ -108,7 +108,6 @@ struct rnbd_clt_dev {
 	bool new_flags;
 };
 
-const char *rnbd_clt_access_mode_str(enum rnbd_access_mode mode);
 const char *rnbd_clt_dev_state_str(enum rnbd_clt_dev_state state);
 int rnbd_clt_map(struct rnbd_clt_map_opts *opts);
 int rnbd_clt_unmap(struct rnbd_clt_dev *dev, bool force,

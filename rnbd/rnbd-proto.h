@@ -46,6 +46,20 @@ enum rnbd_access_mode {
 	RNBD_ACCESS_MIGRATION	= 2,
 };
 
+/* The mode's name in map_device and in sysfs. */
+static inline const char *rnbd_access_mode_str(enum rnbd_access_mode mode)
+{
+	switch (mode) {
+	case RNBD_ACCESS_RO:
+		return "ro";
+	case RNBD_ACCESS_RW:
+		return "rw";
+	case RNBD_ACCESS_MIGRATION:
+		return "migration";
+	}
+	return "unknown";
+}
+
 /**
  * struct rnbd_msg_sess_info - the client's protocol version, sent before
  *			       its first OPEN

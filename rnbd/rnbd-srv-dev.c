@@ -30,19 +30,6 @@ struct rnbd_srv_io {
 
 static struct bio_set rnbd_srv_bio_set;
 
-const char *rnbd_access_mode_str(enum rnbd_access_mode mode)
-{
-	switch (mode) {
-	case RNBD_ACCESS_RO:
-		return "ro";
-	case RNBD_ACCESS_RW:
-		return "rw";
-	case RNBD_ACCESS_MIGRATION:
-		return "migration";
-	}
-	return "unknown";
-}
-
 static struct block_device *sess_dev_bdev(struct rnbd_srv_sess_dev *sess_dev)
 {
 	return rnbd_bdev(&sess_dev->bdev);

@@ -107,7 +107,6 @@ void rnbd_srv_fill_open_rsp(struct rnbd_srv_sess_dev *sess_dev,
 int rnbd_srv_submit_io(struct rnbd_srv_sess_dev *sess_dev,
 		       const struct rnbd_msg_io *msg, struct rtrs_srv_op *id,
 		       void *data, size_t datalen);
-const char *rnbd_access_mode_str(enum rnbd_access_mode mode);
 int rnbd_srv_dev_init(void);
 void rnbd_srv_dev_exit(void);
 

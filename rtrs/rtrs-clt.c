@@ -1117,16 +1117,6 @@ static int rtrs_clt_con_open(struct rtrs_clt_path *path, unsigned int cid)
 
 /* Path teardown, for a failed setup as for a closed path */
 
-static void rtrs_clt_disconnect_cons(struct rtrs_clt_path *path)
-{
-	unsigned int cid;
-
-	for (cid = 0; cid < path->s.con_num; cid++) {
-		if (path->s.con[cid] && path->s.con[cid]->cm_id)
-			rdma_disconnect(path->s.con[cid]->cm_id);
-	}
-}
-
 /* Wait for the completions of every work request posted. */
 static void rtrs_clt_drain_cons(struct rtrs_clt_path *path)
 {
@@ -1177,7 +1167,7 @@ static void rtrs_clt_path_teardown(struct rtrs_clt_path *path)
 		wait_for_completion(&path->io_ref_done);
 	}
 	rtrs_hb_stop(&path->s);
-	rtrs_clt_disconnect_cons(path);
+	rtrs_path_disconnect(&path->s);
 	rtrs_clt_drain_cons(path);
 	rtrs_clt_destroy_qps(path);
 	/* The server can no longer write to what the requests registered. */

@@ -391,6 +391,7 @@ int rtrs_con_create_qp(struct rtrs_con *con, struct ib_pd *pd,
 		       u32 max_send_wr, u32 max_recv_wr, u32 max_send_sge,
 		       int cq_vector, enum ib_poll_context poll_ctx);
 void rtrs_con_destroy_qp(struct rtrs_con *con);
+void rtrs_path_disconnect(struct rtrs_path *path);
 
 void rtrs_hb_init(struct rtrs_path *path, struct ib_cqe *cqe,
 		  void (*err_handler)(struct rtrs_path *path),

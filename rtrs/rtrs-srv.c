@@ -1276,15 +1276,6 @@ static int rtrs_srv_con_cm_handler(struct rdma_cm_id *cm_id,
 
 /* Closing a path */
 
-static void rtrs_srv_disconnect_cons(struct rtrs_srv_path *path)
-{
-	unsigned int i;
-
-	for (i = 0; i < path->s.con_num; i++)
-		if (path->s.con[i])
-			rdma_disconnect(path->s.con[i]->cm_id);
-}
-
 static void rtrs_srv_destroy_cons(struct rtrs_srv_path *path)
 {
 	unsigned int i;
@@ -1326,7 +1317,7 @@ static void rtrs_srv_close_work(struct work_struct *work)
 	cancel_delayed_work_sync(&path->setup_dwork);
 	rtrs_hb_stop(&path->s);
 	cancel_work_sync(&path->info_work);
-	rtrs_srv_disconnect_cons(path);
+	rtrs_path_disconnect(&path->s);
 	/* The ULP answers what it holds; those answers post nothing now. */
 	percpu_ref_kill(&path->ids_inflight);
 	wait_for_completion(&path->ids_done);

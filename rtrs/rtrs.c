@@ -433,6 +433,17 @@ void rtrs_con_destroy_qp(struct rtrs_con *con)
 }
 EXPORT_SYMBOL_GPL(rtrs_con_destroy_qp);
 
+/* Start the disconnection of every connection of the path that has one. */
+void rtrs_path_disconnect(struct rtrs_path *path)
+{
+	unsigned int cid;
+
+	for (cid = 0; cid < path->con_num; cid++)
+		if (path->con[cid] && path->con[cid]->cm_id)
+			rdma_disconnect(path->con[cid]->cm_id);
+}
+EXPORT_SYMBOL_GPL(rtrs_path_disconnect);
+
 /*
  * Heartbeats: every hb_interval_ms each side writes an HB_MSG immediate on
  * the admin connection and the peer answers with HB_ACK.  Anything heard
