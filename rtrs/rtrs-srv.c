@@ -570,7 +570,6 @@ static int rtrs_srv_path_up(struct rtrs_srv_path *path)
 	mutex_lock(&ctx->mutex);
 	announce = !srv->announced;
 	srv->announced = true;
-	srv->paths_up++;
 	mutex_unlock(&ctx->mutex);
 	if (announce)
 		err = ctx->ops->link_ev(srv, RTRS_SRV_LINK_EV_CONNECTED,

@@ -47,7 +47,6 @@ struct rtrs_srv_ctx {
  * @uuid: the client's session uuid
  * @sessname: the session's name, from the first path's INFO_REQ
  * @paths: of struct rtrs_srv_path, under @ctx->mutex
- * @paths_up: paths that reached CONNECTED, under @ctx->mutex
  * @announced: the ULP was told CONNECTED, under @ctx->mutex
  * @priv: the ULP's, set with rtrs_srv_set_sess_priv()
  * @chunks: @queue_depth buffers the client writes IO into
@@ -63,7 +62,6 @@ struct rtrs_srv_sess {
 	uuid_t uuid;
 	char sessname[NAME_MAX];
 	struct list_head paths;
-	unsigned int paths_up;
 	bool announced;
 	void *priv;
 	struct page **chunks;
