@@ -114,9 +114,7 @@ static ssize_t force_close_store(struct kobject *kobj,
 			     (int)strcspn(buf, "\n"), buf);
 		return -EINVAL;
 	}
-	/* Only the first writer closes; the directory goes with it. */
-	if (sysfs_remove_file_self(kobj, &attr->attr))
-		rnbd_srv_close_sess_dev(sess_dev);
+	rnbd_srv_force_close(sess_dev);
 	return count;
 }
 

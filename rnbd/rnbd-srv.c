@@ -68,6 +68,8 @@ MODULE_PARM_DESC(dev_search_path,
 		 "Directory the clients' device paths are relative to; %SESSNAME% stands for the session's name (default /)");
 
 static struct rtrs_srv_ctx *rnbd_srv_rtrs;
+/* Runs the force_closes of sysfs. */
+static struct workqueue_struct *rnbd_srv_wq;
 
 /* Protects rnbd_srv_sessions. */
 static DEFINE_MUTEX(rnbd_srv_sessions_mutex);
@@ -100,24 +102,64 @@ static int rnbd_srv_sess_connected(struct rtrs_srv_sess *rtrs)
 	return 0;
 }
 
-/**
- * rnbd_srv_close_sess_dev() - unmap a device from its session
- * @sess_dev: the device, still in its session's map
- *
- * Waits for the device's IO in flight.  Context: process.
+/*
+ * Three can close a device: the client's CLOSE, force_close in sysfs and
+ * the session going away.  Whoever takes it out of the session's map
+ * closes it; the others find it gone.  @want, where given, is the device
+ * the caller saw: its id may have been given to a new one since.
  */
-void rnbd_srv_close_sess_dev(struct rnbd_srv_sess_dev *sess_dev)
+static struct rnbd_srv_sess_dev *
+rnbd_srv_take_sess_dev(struct rnbd_srv_session *sess, u32 device_id,
+		       struct rnbd_srv_sess_dev *want)
+{
+	struct rnbd_srv_sess_dev *sess_dev;
+
+	mutex_lock(&sess->lock);
+	sess_dev = xa_load(&sess->sess_devs, device_id);
+	if (sess_dev && (!want || sess_dev == want))
+		xa_erase(&sess->sess_devs, device_id);
+	else
+		sess_dev = NULL;
+	mutex_unlock(&sess->lock);
+	return sess_dev;
+}
+
+/* Unmaps a device its caller took from its session; waits for its IO. */
+static void rnbd_srv_close_sess_dev(struct rnbd_srv_sess_dev *sess_dev)
+{
+	percpu_ref_kill(&sess_dev->inflight);
+	wait_for_completion(&sess_dev->inflight_done);
+	rnbd_srv_info(sess_dev->sess, "device %s closed\n",
+		      sess_dev->mapping_path);
+	rnbd_srv_sess_dev_sysfs_del(sess_dev);
+	rnbd_srv_release_sess_dev(sess_dev);
+}
+
+static void rnbd_srv_close_work(struct work_struct *work)
+{
+	rnbd_srv_close_sess_dev(container_of(work, struct rnbd_srv_sess_dev,
+					     close_work));
+}
+
+/**
+ * rnbd_srv_force_close() - unmap a device from its session, from sysfs
+ * @sess_dev: the device
+ *
+ * The close removes the device's sysfs directory, which waits for the
+ * writer of force_close to return: it runs in a work, which the session
+ * waits for before it goes.  Context: process, a store of @sess_dev's
+ * sysfs, which keeps it alive.
+ */
+void rnbd_srv_force_close(struct rnbd_srv_sess_dev *sess_dev)
 {
 	struct rnbd_srv_session *sess = sess_dev->sess;
 
-	mutex_lock(&sess->lock);
-	xa_erase(&sess->sess_devs, sess_dev->device_id);
-	mutex_unlock(&sess->lock);
-	percpu_ref_kill(&sess_dev->inflight);
-	wait_for_completion(&sess_dev->inflight_done);
-	rnbd_srv_info(sess, "device %s closed\n", sess_dev->mapping_path);
-	rnbd_srv_sess_dev_sysfs_del(sess_dev);
-	rnbd_srv_release_sess_dev(sess_dev);
+	if (rnbd_srv_take_sess_dev(sess, sess_dev->device_id, sess_dev)) {
+		rnbd_srv_info(sess, "force_close of %s\n",
+			      sess_dev->mapping_path);
+		INIT_WORK(&sess_dev->close_work, rnbd_srv_close_work);
+		queue_work(rnbd_srv_wq, &sess_dev->close_work);
+	}
 }
 
 static void rnbd_srv_sess_disconnected(struct rnbd_srv_session *sess)
@@ -131,8 +173,13 @@ static void rnbd_srv_sess_disconnected(struct rnbd_srv_session *sess)
 	mutex_lock(&sess->lock);
 	sess->closing = true;
 	mutex_unlock(&sess->lock);
-	xa_for_each(&sess->sess_devs, id, sess_dev)
-		rnbd_srv_close_sess_dev(sess_dev);
+	xa_for_each(&sess->sess_devs, id, sess_dev) {
+		sess_dev = rnbd_srv_take_sess_dev(sess, id, sess_dev);
+		if (sess_dev)
+			rnbd_srv_close_sess_dev(sess_dev);
+	}
+	/* The force_closes under way still use the session. */
+	flush_workqueue(rnbd_srv_wq);
 	xa_destroy(&sess->sess_devs);
 	rnbd_srv_info(sess, "session closed\n");
 	mutex_destroy(&sess->lock);
@@ -239,13 +286,13 @@ static int rnbd_srv_close(struct rnbd_srv_session *sess, const void *usr,
 
 	if (usrlen < sizeof(*msg))
 		return -EINVAL;
-	sess_dev = rnbd_srv_get_sess_dev(sess, le32_to_cpu(msg->device_id));
+	sess_dev = rnbd_srv_take_sess_dev(sess, le32_to_cpu(msg->device_id),
+					  NULL);
 	if (!sess_dev) {
 		rnbd_srv_err(sess, "CLOSE of unknown device %u\n",
 			     le32_to_cpu(msg->device_id));
 		return -EINVAL;
 	}
-	percpu_ref_put(&sess_dev->inflight);
 	rnbd_srv_close_sess_dev(sess_dev);
 	return 0;
 }
@@ -320,9 +367,12 @@ static int __init rnbd_srv_init(void)
 {
 	int err;
 
+	rnbd_srv_wq = alloc_workqueue("rnbd_srv_wq", 0, 0);
+	if (!rnbd_srv_wq)
+		return -ENOMEM;
 	err = rnbd_srv_dev_init();
 	if (err)
-		return err;
+		goto out_destroy_wq;
 	err = rnbd_srv_sysfs_init();
 	if (err)
 		goto out_dev_exit;
@@ -339,6 +389,8 @@ out_sysfs_exit:
 	rnbd_srv_sysfs_exit();
 out_dev_exit:
 	rnbd_srv_dev_exit();
+out_destroy_wq:
+	destroy_workqueue(rnbd_srv_wq);
 	return err;
 }
 
@@ -348,6 +400,7 @@ static void __exit rnbd_srv_exit(void)
 	WARN_ON(!list_empty(&rnbd_srv_sessions));
 	rnbd_srv_sysfs_exit();
 	rnbd_srv_dev_exit();
+	destroy_workqueue(rnbd_srv_wq);
 }
 
 module_init(rnbd_srv_init);

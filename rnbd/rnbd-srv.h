@@ -9,6 +9,7 @@
 #include <linux/kref.h>
 #include <linux/mutex.h>
 #include <linux/percpu-refcount.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include <rnbd-compat.h>
@@ -76,6 +77,7 @@ struct rnbd_srv_dev {
  * @inflight: one per IO in flight; killed on close
  * @inflight_done: completed when @inflight dropped to zero after the kill
  * @kobj: /sys/class/rnbd-server/ctl/devices/<dev>/sessions/<sess>
+ * @close_work: closes it on a force_close
  * @rcu: frees the structure after the RCU readers of @sess->sess_devs
  */
 struct rnbd_srv_sess_dev {
@@ -89,13 +91,14 @@ struct rnbd_srv_sess_dev {
 	struct percpu_ref inflight;
 	struct completion inflight_done;
 	struct kobject kobj;
+	struct work_struct close_work;
 	struct rcu_head rcu;
 };
 
 extern char rnbd_srv_dev_search_path[];
 
 /* rnbd-srv.c */
-void rnbd_srv_close_sess_dev(struct rnbd_srv_sess_dev *sess_dev);
+void rnbd_srv_force_close(struct rnbd_srv_sess_dev *sess_dev);
 
 /* rnbd-srv-dev.c */
 int rnbd_srv_open_sess_dev(struct rnbd_srv_session *sess,
