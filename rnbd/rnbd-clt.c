@@ -597,6 +597,12 @@ int rnbd_clt_map(struct rnbd_clt_map_opts *opts)
 	struct rnbd_clt_dev *dev;
 	int err;
 
+	/*
+	 * A mapped device keeps the module: rmmod is refused rather than
+	 * taking the disk away.  Fails while the module is going.
+	 */
+	if (!try_module_get(THIS_MODULE))
+		return -ENODEV;
 	mutex_lock(&rnbd_clt_mutex);
 	sess = rnbd_clt_get_sess(opts);
 	if (IS_ERR(sess)) {
@@ -633,6 +639,7 @@ out_put_sess:
 	rnbd_clt_put_sess(sess);
 out_unlock:
 	mutex_unlock(&rnbd_clt_mutex);
+	module_put(THIS_MODULE);
 	return err;
 }
 
@@ -661,7 +668,7 @@ static int rnbd_clt_start_unmap(struct rnbd_clt_dev *dev, bool force)
  * rnbd_clt_unmap() - unmap a device
  * @dev: the device
  * @force: unmap it even while it is open
- * @self: the sysfs file of @dev this is written through, or NULL
+ * @self: the sysfs file of @dev this is written through
  *
  * Return: 0, -EBUSY when @dev is open and not @force, -EALREADY when it
  * is being unmapped already.
@@ -675,8 +682,7 @@ int rnbd_clt_unmap(struct rnbd_clt_dev *dev, bool force,
 	err = rnbd_clt_start_unmap(dev, force);
 	if (err)
 		return err;
-	if (self)
-		sysfs_remove_file_self(&dev->kobj, self);
+	sysfs_remove_file_self(&dev->kobj, self);
 	pr_info("%s: unmapping %s (%s)\n", sess->sessname, dev->gd->disk_name,
 		dev->pathname);
 	rnbd_clt_sysfs_del_dev(dev);
@@ -687,36 +693,8 @@ int rnbd_clt_unmap(struct rnbd_clt_dev *dev, bool force,
 	kobject_put(&dev->kobj);
 	rnbd_clt_put_sess(sess);
 	mutex_unlock(&rnbd_clt_mutex);
+	module_put(THIS_MODULE);
 	return 0;
-}
-
-static struct rnbd_clt_dev *rnbd_clt_first_dev(void)
-{
-	struct rnbd_clt_session *sess;
-
-	lockdep_assert_held(&rnbd_clt_mutex);
-	list_for_each_entry(sess, &rnbd_clt_sessions, entry) {
-		if (!list_empty(&sess->devs))
-			return list_first_entry(&sess->devs,
-						struct rnbd_clt_dev, entry);
-	}
-	return NULL;
-}
-
-static void rnbd_clt_unmap_all(void)
-{
-	struct rnbd_clt_dev *dev;
-
-	for (;;) {
-		mutex_lock(&rnbd_clt_mutex);
-		dev = rnbd_clt_first_dev();
-		mutex_unlock(&rnbd_clt_mutex);
-		if (!dev)
-			break;
-		/* Under the sysfs files, which are gone by now. */
-		if (rnbd_clt_unmap(dev, true, NULL))
-			break;
-	}
 }
 
 static int __init rnbd_clt_init(void)
@@ -741,7 +719,8 @@ out_unregister_blkdev:
 static void __exit rnbd_clt_exit(void)
 {
 	rnbd_clt_sysfs_exit();
-	rnbd_clt_unmap_all();
+	/* Each mapped device holds the module: there is none left. */
+	WARN_ON(!list_empty(&rnbd_clt_sessions));
 	unregister_blkdev(rnbd_clt_major, "rnbd");
 	ida_destroy(&rnbd_clt_ida);
 }
