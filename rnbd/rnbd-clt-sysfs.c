@@ -64,8 +64,18 @@ static int rnbd_clt_opt_str(const char *name, substring_t *arg, char *dst,
 static int rnbd_clt_opt_sessname(struct rnbd_clt_map_opts *opts,
 				 substring_t *arg)
 {
-	return rnbd_clt_opt_str("sessname", arg, opts->sessname,
-				sizeof(opts->sessname));
+	int err;
+
+	err = rnbd_clt_opt_str("sessname", arg, opts->sessname,
+			       sizeof(opts->sessname));
+	if (err)
+		return err;
+	/* It names directories in sysfs, here and on the server. */
+	if (strchr(opts->sessname, '/')) {
+		pr_err("map_device: sessname must not contain '/'\n");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int rnbd_clt_opt_path(struct rnbd_clt_map_opts *opts, substring_t *arg)
