@@ -212,3 +212,65 @@ export RNBD_MODULES="rtrs-core rtrs-client rtrs-server rnbd-client rnbd-server"
 rnbd_modules_unload() {
 	modprobe -r rnbd-client rnbd-server rtrs-client rtrs-server rtrs-core
 }
+
+# Disks to export.  rnbd_nullb_up NAME MB: a memory-backed null_blk made
+# through configfs (the way that works where null_blk is built in), with a
+# write cache, so that flushes and FUA reach it, and discard, which frees
+# its memory: /dev/NAME.
+rnbd_nullb_up() {
+	local d=/sys/kernel/config/nullb/$1
+
+	modprobe null_blk nr_devices=0 && modprobe configfs || return 1
+	mountpoint -q /sys/kernel/config ||
+		mount -t configfs none /sys/kernel/config || return 1
+	mkdir "$d" || return 1
+	echo "$2" >"$d/size" && echo 1 >"$d/memory_backed" &&
+		echo 1 >"$d/discard" && echo 8 >"$d/cache_size" &&
+		echo 1 >"$d/power" && rnbd_wait 10 test -b "/dev/$1"
+}
+
+rnbd_nullb_down() {
+	local d=/sys/kernel/config/nullb/$1
+
+	[ -d "$d" ] || return 0
+	echo 0 >"$d/power" && rmdir "$d"
+}
+
+# rnbd_loop_up FILE MB: a loop device over a file in tmpfs, which takes
+# discard and write-zeroes as hole punching and zeroing; prints the device.
+rnbd_loop_up() {
+	modprobe loop && truncate -s "${2}M" "$1" && losetup -f --show "$1"
+}
+
+# rnbd_loop_down DEV FILE
+rnbd_loop_down() {
+	losetup -d "$1"
+	rm -f "$2"
+}
+
+# rnbd_dev_of SESSNAME DEVICE_PATH: the rnbdN a client mapped it as.
+rnbd_dev_of() {
+	local d
+
+	for d in /sys/block/rnbd*; do
+		[ -e "$d/rnbd/session" ] || continue
+		[ "$(cat "$d/rnbd/session")" = "$1" ] &&
+			[ "$(cat "$d/rnbd/mapping_path")" = "$2" ] &&
+			{ basename "$d"; return 0; }
+	done
+	return 1
+}
+
+# rnbd_map SESSNAME DEVICE_PATH [OPTION...]: map over path 0 in one guest.
+rnbd_map() {
+	local sess=$1 path=$2
+
+	shift 2
+	echo "sessname=$sess path=ip:$(rnbd_path_addr 0 server) device_path=$path $*" \
+		>/sys/devices/virtual/rnbd-client/ctl/map_device
+}
+
+# rnbd_unmap RNBDN [normal|force]
+rnbd_unmap() {
+	echo "${2:-normal}" >"/sys/block/$1/rnbd/unmap_device"
+}
