@@ -11,5 +11,6 @@
 MAP_SERVER=upstream
 MAP_CLIENT=ours
 SESSNAME=interop-clt
+MAP_FIO=short
 . "$(dirname "$0")/map-lib.sh"
 map_test

@@ -11,5 +11,6 @@
 MAP_SERVER=ours
 MAP_CLIENT=upstream
 SESSNAME=interop-srv
+MAP_FIO=short
 . "$(dirname "$0")/map-lib.sh"
 map_test

@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# The map test: the server side exports a disk, the client side maps it
-# over both paths, fio writes and verifies it (crc32c) in several block
-# sizes and patterns, a pattern the client writes is found on the server's
-# disk, bad requests are refused, and both sides unload cleanly.
+# The map test: the server side exports a ram disk (brd) and a null_blk,
+# the client side maps both over both paths, fio writes and verifies them
+# (crc32c) in a matrix of block sizes, patterns and queue depths, the
+# server finds on its disks what the client wrote, bad requests are
+# refused, and both sides unload cleanly.
 #
 # Which modules each side runs is the test's choice, so that the same test
 # covers our modules against each other and against Linux's own:
@@ -12,29 +13,45 @@
 #                            linux-source-6.1, RNBD_UPSTREAM_MODULES)
 #   RTRS_SRV_PARAMS          parameters of our rtrs-server
 #   SESSNAME                 the session's name
+#   MAP_FIO                  "matrix" (the default) or "short": the fio runs
 # then source this file and call map_test.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${MAP_SERVER:=ours}" "${MAP_CLIENT:=ours}" "${SESSNAME:=map}"
-: "${RTRS_SRV_PARAMS:=}"
+: "${RTRS_SRV_PARAMS:=}" "${MAP_FIO:=matrix}"
 
 DISK_MB=64
-# The client's pattern: 1 MiB at 8 MiB into the disk.
+# The client's pattern: 1 MiB at 8 MiB into the ram disk.
 PATTERN_MB=1
 PATTERN_AT_MB=8
+# fio writes below that: what the client read there, the server must too.
+FIO_MB=8
+NULLB=srvnull
 CTL=/sys/devices/virtual/rnbd-client/ctl
 DEV=rnbd0
+DEV2=rnbd1
 TOKEN=$$.$RANDOM
 PATTERN=/tmp/rnbd-map.pattern
 
-# fio runs: rw mode, block size, size.  Sized for TCG, where two guests do
-# a few hundred 4k IOs a second; a tenth of that on the debug kernel.
+# fio runs "rw:bs:size:iodepth", each over both devices at once.  Sized
+# for TCG, where two guests do a few hundred 4k IOs a second, and the
+# debug kernel a tenth of that; one guest, and the tests of the upstream
+# peer, get the short list.
 if [ -e /sys/kernel/debug/kmemleak ]; then
-	FIO_RUNS="randwrite:4k:1M randwrite:64k:4M write:1m:4M"
+	FIO_RUNS="randwrite:4k:512k:16 write:512:64k:1 randwrite:64k:2M:64
+write:1m:4M:8"
+elif [ "$MAP_FIO" = short ] || [ "$RNBD_TOPOLOGY" = one ]; then
+	FIO_RUNS="randwrite:4k:2M:16 write:64k:8M:16 randwrite:1m:8M:16"
 else
-	FIO_RUNS="randwrite:4k:4M write:4k:2M randwrite:64k:16M write:64k:16M
-randwrite:1m:16M write:1m:16M"
+	# block size:size at iodepth 64:size at iodepth 1
+	FIO_RUNS=
+	for bs in 512:128k:32k 4k:1M:256k 64k:4M:1M 1m:8M:2M; do
+		IFS=: read -r b deep shallow <<<"$bs"
+		for rw in randwrite write; do
+			FIO_RUNS+=" $rw:$b:$shallow:1 $rw:$b:$deep:64"
+		done
+	done
 fi
 
 # The server of the upstream peer: its default queue depth of 512 chunks
@@ -93,9 +110,10 @@ pattern() {
 	yes "rnbd map test $1" | head -c $((PATTERN_MB << 20)) >"$2"
 }
 
-# The exported disk: a brd ram disk.  Where brd is built in (the debug
-# kernel) modprobe cannot size it: a loop device over a tmpfs file stands
-# in.  In one guest the client's side must not see the server's brd go.
+# The exported disks: a brd ram disk and a null_blk.  Where brd is built
+# in (the debug kernel) modprobe cannot size it: a loop device over a tmpfs
+# file stands in.  In one guest the client's side must not see the
+# server's brd go.
 DISK=
 BRD_LOADED=
 LOOP_FILE=/dev/shm/rnbd-map.img
@@ -109,16 +127,17 @@ disk_up() {
 	size=$(blockdev --getsize64 /dev/ram0 2>/dev/null)
 	if [ "${size:-0}" -ge $((DISK_MB << 20)) ]; then
 		DISK=/dev/ram0
-		return 0
+	else
+		rnbd_log "/dev/ram0 has ${size:-no} bytes: a loop device instead"
+		DISK=$(rnbd_loop_up "$LOOP_FILE" "$DISK_MB") || return 1
 	fi
-	rnbd_log "/dev/ram0 has ${size:-no} bytes: a loop device instead"
-	truncate -s "${DISK_MB}M" "$LOOP_FILE" &&
-		DISK=$(losetup -f --show "$LOOP_FILE")
+	rnbd_nullb_up "$NULLB" "$DISK_MB"
 }
 
 disk_down() {
+	rnbd_nullb_down "$NULLB"
 	case $DISK in
-	/dev/loop*) losetup -d "$DISK"; rm -f "$LOOP_FILE" ;;
+	/dev/loop*) rnbd_loop_down "$DISK" "$LOOP_FILE" ;;
 	esac
 	[ -z "$BRD_LOADED" ] || rmmod brd
 }
@@ -130,7 +149,8 @@ server_up() {
 		{ rnbd_log "the $MAP_SERVER server modules did not load"; return 1; }
 }
 
-# server_check TOKEN: the client's pattern is on the disk.
+# server_check TOKEN SUM SUM2: the client's pattern is on the ram disk,
+# and the first FIO_MB of each disk has the checksums the client read.
 server_check() {
 	local want=/tmp/rnbd-map.want got=/tmp/rnbd-map.got rc=0
 
@@ -139,21 +159,31 @@ server_check() {
 			count="$PATTERN_MB" iflag=direct status=none &&
 		cmp "$want" "$got" || rc=1
 	rm -f "$want" "$got"
-	return $rc
+	[ $rc -eq 0 ] || { echo "the pattern is not at $PATTERN_AT_MB MiB of $DISK"; return 1; }
+	[ "$(head_sum "$DISK")" = "$2" ] ||
+		{ echo "$DISK does not hold what the client read"; return 1; }
+	[ "$(head_sum "/dev/$NULLB")" = "$3" ] ||
+		{ echo "/dev/$NULLB does not hold what the client read"; return 1; }
+}
+
+# head_sum DISK: the md5 of its first FIO_MB.
+head_sum() {
+	dd if="$1" bs=1M count="$FIO_MB" iflag=direct status=none |
+		md5sum | cut -d' ' -f1
 }
 
 test_server() {
-	local token rc=0
+	local written status rc=0
 
 	if server_up; then
-		rnbd_sync_put server-ready "ok $DISK $(blockdev --getsize64 "$DISK")"
-		token=$(rnbd_sync_wait written "$RNBD_VM_TIMEOUT") || rc=1
-		if [ -z "$token" ]; then
-			rnbd_sync_put checked "the client wrote no pattern"
-		elif server_check "$token"; then
-			rnbd_sync_put checked ok
+		rnbd_sync_put server-ready "ok $DISK $(blockdev --getsize64 "$DISK") /dev/$NULLB"
+		written=$(rnbd_sync_wait written "$RNBD_VM_TIMEOUT") || rc=1
+		if [ -z "$written" ]; then
+			rnbd_sync_put checked "the client wrote nothing"
 		else
-			rnbd_sync_put checked "the pattern is not at $PATTERN_AT_MB MiB of $DISK"
+			# shellcheck disable=SC2086 # TOKEN SUM SUM2
+			status=$(server_check $written) && status=ok
+			rnbd_sync_put checked "$status"
 		fi
 	else
 		rnbd_sync_put server-ready fail
@@ -173,28 +203,34 @@ test_server() {
 
 SERVER_DISK=
 SERVER_SIZE=
+SERVER_DISK2=
 server_ready() {
 	local status
 
-	read -r status SERVER_DISK SERVER_SIZE < <(rnbd_sync_wait server-ready 120)
+	read -r status SERVER_DISK SERVER_SIZE SERVER_DISK2 \
+		< <(rnbd_sync_wait server-ready 120)
 	[ "$status" = ok ]
 }
 
 mapped() {
-	[ -b "/dev/$DEV" ] || { echo "/dev/$DEV is not mapped"; return 1; }
+	local d
+
+	for d in "$DEV" "$DEV2"; do
+		[ -b "/dev/$d" ] || { echo "/dev/$d is not mapped"; return 1; }
+	done
 }
 
-# map: both paths, client address first, as "path=src,dst".  Once retried:
-# on a loaded 2-core TCG host the first connection of a boot was seen to
-# outlast a client's connect timeout (ETIMEDOUT); the try is logged.
-map() {
+# map_one DEVICE_PATH RNBDN: over both paths, client address first, as
+# "path=src,dst"; RNBDN of the disk's size.  Once retried: on a loaded
+# 2-core TCG host the first connection of a boot was seen to outlast a
+# client's connect timeout (ETIMEDOUT); the try is logged.
+map_one() {
 	local opts="sessname=$SESSNAME" i size start try
 
-	[ -n "$SERVER_DISK" ] || { echo "no disk to map"; return 1; }
 	for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
 		opts+=" path=ip:$(rnbd_path_addr "$i" client),ip:$(rnbd_path_addr "$i" server)"
 	done
-	opts+=" device_path=$SERVER_DISK"
+	opts+=" device_path=$1"
 	echo "$opts"
 	for try in 1 2; do
 		start=$SECONDS
@@ -202,11 +238,17 @@ map() {
 		echo "try $try failed after $((SECONDS - start)) s"
 		[ "$try" -lt 2 ] || return 1
 	done
-	rnbd_wait 30 test -b "/dev/$DEV" || { mapped; return 1; }
+	rnbd_wait 30 test -b "/dev/$2" ||
+		{ echo "/dev/$2 did not appear"; return 1; }
 	echo "mapped in $((SECONDS - start)) s"
-	size=$(blockdev --getsize64 "/dev/$DEV")
+	size=$(blockdev --getsize64 "/dev/$2")
 	[ "$size" = "$SERVER_SIZE" ] ||
-		{ echo "/dev/$DEV has $size bytes, $SERVER_DISK $SERVER_SIZE"; return 1; }
+		{ echo "/dev/$2 has $size bytes, $1 $SERVER_SIZE"; return 1; }
+}
+
+map() {
+	[ -n "$SERVER_DISK" ] || { echo "no disk to map"; return 1; }
+	map_one "$SERVER_DISK" "$DEV" && map_one "$SERVER_DISK2" "$DEV2"
 }
 
 paths_connected() {
@@ -220,16 +262,17 @@ paths_connected() {
 	[ "$n" -eq "$RNBD_NR_PATHS" ]
 }
 
-# fio_verify RW BS SIZE: SIZE written in blocks of BS, read back and
-# checked against each block's crc32c; timeout bounds it.
+# fio_verify RW BS SIZE IODEPTH: SIZE written to each device in blocks of
+# BS, read back and checked against each block's crc32c; timeout bounds it.
 fio_verify() {
 	local out rc
 
 	mapped || return 1
-	out=$(timeout 150 fio --name="map-$1-$2" --filename="/dev/$DEV" \
-		--rw="$1" --bs="$2" --size="$3" --ioengine=libaio --direct=1 \
-		--iodepth=16 --verify=crc32c --do_verify=1 --verify_fatal=1 \
-		--randrepeat=0 --verify_state_save=0 2>&1)
+	out=$(timeout 150 fio --rw="$1" --bs="$2" --size="$3" --iodepth="$4" \
+		--ioengine=libaio --direct=1 --verify=crc32c --do_verify=1 \
+		--verify_fatal=1 --randrepeat=0 --verify_state_save=0 \
+		--name="$DEV" --filename="/dev/$DEV" \
+		--name="$DEV2" --filename="/dev/$DEV2" 2>&1)
 	rc=$?
 	grep -E '(read|write): IOPS=|err=' <<<"$out"
 	[ $rc -eq 0 ] || { echo "fio exited with $rc"; tail -n 20 <<<"$out"; }
@@ -247,14 +290,16 @@ write_pattern() {
 			count="$PATTERN_MB" iflag=direct status=none &&
 		cmp "$PATTERN" "$got" || rc=1
 	rm -f "$got"
-	[ $rc -eq 0 ] && : >"$PATTERN.written"
+	[ $rc -eq 0 ] &&
+		echo "$(head_sum "/dev/$DEV") $(head_sum "/dev/$DEV2")" \
+			>"$PATTERN.written"
 	return $rc
 }
 
 # bad_map: a map_device with an unknown option fails and maps nothing.
 bad_map() {
 	! echo "sessname=$SESSNAME path=ip:$(rnbd_path_addr 0 server) device_path=$SERVER_DISK bogus=1" \
-		>"$CTL/map_device" 2>/dev/null && [ ! -e /dev/rnbd1 ]
+		>"$CTL/map_device" 2>/dev/null && [ ! -e /dev/rnbd2 ]
 }
 
 # busy_unmap: a normal unmap fails while the device is open.
@@ -269,18 +314,23 @@ busy_unmap() {
 }
 
 unmap() {
+	local d
+
 	mapped || return 1
-	echo normal >"/sys/block/$DEV/rnbd/unmap_device" || return 1
-	rnbd_wait 30 test ! -e "/sys/block/$DEV" ||
-		{ echo "/dev/$DEV still there"; return 1; }
+	for d in "$DEV" "$DEV2"; do
+		echo normal >"/sys/block/$d/rnbd/unmap_device" || return 1
+		rnbd_wait 30 test ! -e "/sys/block/$d" ||
+			{ echo "/dev/$d still there"; return 1; }
+	done
 }
 
-# server_saw_pattern: after the unmap the server reads its own disk.
-server_saw_pattern() {
+# server_saw_writes: after the unmap the server reads its own disks: the
+# pattern, and what the client read where fio wrote.
+server_saw_writes() {
 	local status
 
 	if [ -e "$PATTERN.written" ]; then
-		rnbd_sync_put written "$TOKEN"
+		rnbd_sync_put written "$TOKEN $(cat "$PATTERN.written")"
 	else
 		rnbd_sync_put written
 	fi
@@ -296,7 +346,7 @@ server_down() {
 }
 
 test_client() {
-	local run rw bs size
+	local run rw bs size qd
 
 	ktap_header $((12 + $(wc -w <<<"$FIO_RUNS")))
 	pattern "$TOKEN" "$PATTERN"
@@ -304,22 +354,22 @@ test_client() {
 	ktap_check "rxe up" rnbd_rdma_up
 	# Not through ktap_check: its subshell would lose SERVER_*.
 	server_ready >/dev/null 2>&1
-	ktap_check "server: $MAP_SERVER rnbd-server ${RTRS_SRV_PARAMS:+($RTRS_SRV_PARAMS) }exports a $DISK_MB MiB disk" \
+	ktap_check "server: $MAP_SERVER rnbd-server ${RTRS_SRV_PARAMS:+($RTRS_SRV_PARAMS) }exports two $DISK_MB MiB disks" \
 		test -n "$SERVER_DISK"
 	ktap_check "$MAP_CLIENT rtrs-client and rnbd-client load" \
 		client_modules_load
-	ktap_check "map_device over both paths: /dev/$DEV of the disk's size" map
+	ktap_check "map_device over both paths: brd and null_blk, of their size" map
 	ktap_check "both paths connected" paths_connected
 	for run in $FIO_RUNS; do
-		IFS=: read -r rw bs size <<<"$run"
-		ktap_check "fio: $size $rw in $bs blocks verified (crc32c)" \
-			fio_verify "$rw" "$bs" "$size"
+		IFS=: read -r rw bs size qd <<<"$run"
+		ktap_check "fio: $size $rw in $bs blocks at iodepth $qd verified (crc32c)" \
+			fio_verify "$rw" "$bs" "$size" "$qd"
 	done
 	ktap_check "1 MiB pattern written at $PATTERN_AT_MB MiB, read back" write_pattern
 	ktap_check "map_device refuses an unknown option" bad_map
 	ktap_check "unmap_device normal refused while open" busy_unmap
-	ktap_check "unmap_device normal" unmap
-	ktap_check "server: the pattern is on its disk" server_saw_pattern
+	ktap_check "unmap_device normal of both" unmap
+	ktap_check "server: its disks hold what the client wrote" server_saw_writes
 	ktap_check "client modules unload" unload rnbd-client rtrs-client
 	rnbd_sync_put client-done
 	ktap_check "server: server modules unload" server_down

@@ -12,5 +12,6 @@
 MAP_SERVER=upstream
 MAP_CLIENT=upstream
 SESSNAME=peer
+MAP_FIO=short
 . "$(dirname "$0")/map-lib.sh"
 map_test
