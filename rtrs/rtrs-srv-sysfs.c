@@ -95,11 +95,15 @@ static struct attribute *rtrs_srv_path_attrs[] = {
 	NULL,
 };
 
-/* stats/rdma: "<reads> <read bytes> <writes> <written bytes>" */
+/*
+ * stats/rdma: "<reads> <read bytes> <writes> <written bytes>".  stats/ is a
+ * named group of the path's kobject, not a kobject of its own: kobj is the
+ * path's.
+ */
 static ssize_t rdma_show(struct kobject *kobj, struct kobj_attribute *attr,
 			 char *buf)
 {
-	struct rtrs_srv_path *path = kobj_to_path(kobj->parent);
+	struct rtrs_srv_path *path = kobj_to_path(kobj);
 
 	return sysfs_emit(buf, "%llu %llu %llu %llu\n",
 			  atomic64_read(&path->stats_read_cnt),
