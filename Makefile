@@ -5,11 +5,13 @@
 #   make [KDIR=<kernel build dir>] [W=1] [C=2]   build the five modules
 #   make install                                 install them and run depmod
 #   make check                                   build, static checks, selftests in QEMU
+#   make demo                                    map a disk between two QEMU guests
 #   make clean
 #
 # make check boots Debian's 6.1 kernel by default; KERNEL=<bzImage> or
 # KDIR=<its build tree> choose another, TEST_KERNEL_DIR=<dir of .debs> a
-# packaged one such as the debug kernel (see scripts/check).
+# packaged one such as the debug kernel (see scripts/check).  make demo boots
+# the same kernel; INSTALL_DEPS=1 (as root) installs what it lacks.
 
 # The running kernel's build tree, else the newest headers installed.
 KDIR ?= $(shell for d in /lib/modules/$$(uname -r)/build \
@@ -23,9 +25,9 @@ KBUILD = $(MAKE) -C $(KDIR) M=$(CURDIR)
 KRELEASE = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
 		$(KDIR)/include/generated/utsrelease.h)
 
-export KERNEL TEST_KERNEL_DIR CHECKS SELFTESTS RESULTS
+export KERNEL TEST_KERNEL_DIR CHECKS SELFTESTS RESULTS INSTALL_DEPS
 
-.PHONY: all modules install clean check need-kdir
+.PHONY: all modules install clean check demo need-kdir
 
 all: modules
 
@@ -51,3 +53,8 @@ clean:
 check:
 	@KDIR="$(if $(filter command line environment,$(origin KDIR)),$(KDIR))" \
 		scripts/check
+
+# make demo too.
+demo:
+	@KDIR="$(if $(filter command line environment,$(origin KDIR)),$(KDIR))" \
+		scripts/demo
