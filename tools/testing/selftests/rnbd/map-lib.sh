@@ -14,12 +14,13 @@
 #   RTRS_SRV_PARAMS          parameters of our rtrs-server
 #   SESSNAME                 the session's name
 #   MAP_FIO                  "matrix" (the default) or "short": the fio runs
+#   MAP_NULL_BLK             1 (the default): export a null_blk too
 # then source this file and call map_test.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${MAP_SERVER:=ours}" "${MAP_CLIENT:=ours}" "${SESSNAME:=map}"
-: "${RTRS_SRV_PARAMS:=}" "${MAP_FIO:=matrix}"
+: "${RTRS_SRV_PARAMS:=}" "${MAP_FIO:=matrix}" "${MAP_NULL_BLK:=1}"
 
 DISK_MB=64
 # The client's pattern: 1 MiB at 8 MiB into the ram disk.
@@ -29,8 +30,8 @@ PATTERN_AT_MB=8
 FIO_MB=8
 NULLB=srvnull
 CTL=/sys/devices/virtual/rnbd-client/ctl
+# The first device the client maps, where its pattern goes.
 DEV=rnbd0
-DEV2=rnbd1
 TOKEN=$$.$RANDOM
 PATTERN=/tmp/rnbd-map.pattern
 
@@ -110,11 +111,12 @@ pattern() {
 	yes "rnbd map test $1" | head -c $((PATTERN_MB << 20)) >"$2"
 }
 
-# The exported disks: a brd ram disk and a null_blk.  Where brd is built
+# The exported disks, DISKS: a brd ram disk and a null_blk.  Where brd is built
 # in (the debug kernel) modprobe cannot size it: a loop device over a tmpfs
 # file stands in.  In one guest the client's side must not see the
 # server's brd go.
 DISK=
+DISKS=
 BRD_LOADED=
 LOOP_FILE=/dev/shm/rnbd-map.img
 disk_up() {
@@ -131,7 +133,9 @@ disk_up() {
 		rnbd_log "/dev/ram0 has ${size:-no} bytes: a loop device instead"
 		DISK=$(rnbd_loop_up "$LOOP_FILE" "$DISK_MB") || return 1
 	fi
-	rnbd_nullb_up "$NULLB" "$DISK_MB"
+	DISKS=$DISK
+	[ "$MAP_NULL_BLK" = 1 ] || return 0
+	rnbd_nullb_up "$NULLB" "$DISK_MB" && DISKS+=" /dev/$NULLB"
 }
 
 disk_down() {
@@ -149,10 +153,10 @@ server_up() {
 		{ rnbd_log "the $MAP_SERVER server modules did not load"; return 1; }
 }
 
-# server_check TOKEN SUM SUM2: the client's pattern is on the ram disk,
-# and the first FIO_MB of each disk has the checksums the client read.
+# server_check TOKEN SUM...: the client's pattern is on the ram disk, and
+# the first FIO_MB of each disk has the checksum the client read there.
 server_check() {
-	local want=/tmp/rnbd-map.want got=/tmp/rnbd-map.got rc=0
+	local want=/tmp/rnbd-map.want got=/tmp/rnbd-map.got rc=0 d
 
 	pattern "$1" "$want" &&
 		dd if="$DISK" of="$got" bs=1M skip="$PATTERN_AT_MB" \
@@ -160,10 +164,12 @@ server_check() {
 		cmp "$want" "$got" || rc=1
 	rm -f "$want" "$got"
 	[ $rc -eq 0 ] || { echo "the pattern is not at $PATTERN_AT_MB MiB of $DISK"; return 1; }
-	[ "$(head_sum "$DISK")" = "$2" ] ||
-		{ echo "$DISK does not hold what the client read"; return 1; }
-	[ "$(head_sum "/dev/$NULLB")" = "$3" ] ||
-		{ echo "/dev/$NULLB does not hold what the client read"; return 1; }
+	shift
+	for d in $DISKS; do
+		[ "$(head_sum "$d")" = "${1:-}" ] ||
+			{ echo "$d does not hold what the client read"; return 1; }
+		shift
+	done
 }
 
 # head_sum DISK: the md5 of its first FIO_MB.
@@ -176,7 +182,7 @@ test_server() {
 	local written status rc=0
 
 	if server_up; then
-		rnbd_sync_put server-ready "ok $DISK $(blockdev --getsize64 "$DISK") /dev/$NULLB"
+		rnbd_sync_put server-ready "ok $(blockdev --getsize64 "$DISK") $DISKS"
 		written=$(rnbd_sync_wait written "$RNBD_VM_TIMEOUT") || rc=1
 		if [ -z "$written" ]; then
 			rnbd_sync_put checked "the client wrote nothing"
@@ -201,21 +207,29 @@ test_server() {
 	return $rc
 }
 
+# What the server exports, its size, and what the client maps them as.
 SERVER_DISK=
+SERVER_DISKS=
 SERVER_SIZE=
-SERVER_DISK2=
+DEVS=
 server_ready() {
-	local status
+	local status i=0 d
 
-	read -r status SERVER_DISK SERVER_SIZE SERVER_DISK2 \
+	read -r status SERVER_SIZE SERVER_DISKS \
 		< <(rnbd_sync_wait server-ready 120)
+	SERVER_DISK=${SERVER_DISKS%% *}
+	for d in $SERVER_DISKS; do
+		DEVS+="${DEVS:+ }rnbd$i"
+		i=$((i + 1))
+	done
 	[ "$status" = ok ]
 }
 
 mapped() {
 	local d
 
-	for d in "$DEV" "$DEV2"; do
+	[ -n "$DEVS" ] || { echo "nothing to map"; return 1; }
+	for d in $DEVS; do
 		[ -b "/dev/$d" ] || { echo "/dev/$d is not mapped"; return 1; }
 	done
 }
@@ -247,8 +261,14 @@ map_one() {
 }
 
 map() {
-	[ -n "$SERVER_DISK" ] || { echo "no disk to map"; return 1; }
-	map_one "$SERVER_DISK" "$DEV" && map_one "$SERVER_DISK2" "$DEV2"
+	local disks i=0 d
+
+	read -ra disks <<<"$SERVER_DISKS"
+	[ -n "$SERVER_DISKS" ] || { echo "no disk to map"; return 1; }
+	for d in $DEVS; do
+		map_one "${disks[$i]}" "$d" || return 1
+		i=$((i + 1))
+	done
 }
 
 paths_connected() {
@@ -265,14 +285,16 @@ paths_connected() {
 # fio_verify RW BS SIZE IODEPTH: SIZE written to each device in blocks of
 # BS, read back and checked against each block's crc32c; timeout bounds it.
 fio_verify() {
-	local out rc
+	local out rc jobs=() d
 
 	mapped || return 1
+	for d in $DEVS; do
+		jobs+=(--name="$d" --filename="/dev/$d")
+	done
 	out=$(timeout 150 fio --rw="$1" --bs="$2" --size="$3" --iodepth="$4" \
 		--ioengine=libaio --direct=1 --verify=crc32c --do_verify=1 \
 		--verify_fatal=1 --randrepeat=0 --verify_state_save=0 \
-		--name="$DEV" --filename="/dev/$DEV" \
-		--name="$DEV2" --filename="/dev/$DEV2" 2>&1)
+		"${jobs[@]}" 2>&1)
 	rc=$?
 	grep -E '(read|write): IOPS=|err=' <<<"$out"
 	[ $rc -eq 0 ] || { echo "fio exited with $rc"; tail -n 20 <<<"$out"; }
@@ -281,7 +303,7 @@ fio_verify() {
 
 # write_pattern: the pattern at its offset, direct, read back through RNBD.
 write_pattern() {
-	local got=/tmp/rnbd-map.got rc=0
+	local got=/tmp/rnbd-map.got rc=0 d
 
 	mapped || return 1
 	dd if="$PATTERN" of="/dev/$DEV" bs=1M seek="$PATTERN_AT_MB" \
@@ -290,16 +312,17 @@ write_pattern() {
 			count="$PATTERN_MB" iflag=direct status=none &&
 		cmp "$PATTERN" "$got" || rc=1
 	rm -f "$got"
-	[ $rc -eq 0 ] &&
-		echo "$(head_sum "/dev/$DEV") $(head_sum "/dev/$DEV2")" \
-			>"$PATTERN.written"
-	return $rc
+	[ $rc -eq 0 ] || return 1
+	for d in $DEVS; do
+		head_sum "/dev/$d"
+	done | tr '\n' ' ' >"$PATTERN.written"
 }
 
 # bad_map: a map_device with an unknown option fails and maps nothing.
 bad_map() {
 	! echo "sessname=$SESSNAME path=ip:$(rnbd_path_addr 0 server) device_path=$SERVER_DISK bogus=1" \
-		>"$CTL/map_device" 2>/dev/null && [ ! -e /dev/rnbd2 ]
+		>"$CTL/map_device" 2>/dev/null &&
+		[ ! -e "/dev/rnbd$(wc -w <<<"$DEVS")" ]
 }
 
 # busy_unmap: a normal unmap fails while the device is open.
@@ -317,7 +340,7 @@ unmap() {
 	local d
 
 	mapped || return 1
-	for d in "$DEV" "$DEV2"; do
+	for d in $DEVS; do
 		echo normal >"/sys/block/$d/rnbd/unmap_device" || return 1
 		rnbd_wait 30 test ! -e "/sys/block/$d" ||
 			{ echo "/dev/$d still there"; return 1; }
