@@ -31,15 +31,6 @@ setup() {
 	modprobe rnbd-server dev_search_path=$SEARCH && modprobe rnbd-client
 }
 
-nr_mapped() {
-	local d n=0
-
-	for d in /sys/block/rnbd*; do
-		[ -e "$d" ] && n=$((n + 1))
-	done
-	echo $n
-}
-
 nr_sessions() {
 	find /sys/class/rtrs-client -mindepth 1 -maxdepth 1 | wc -l
 }
@@ -61,7 +52,7 @@ refused() {
 	local want=$1 file=$2 str=$3 since mapped sessions
 
 	since=$(kmsg_lines)
-	mapped=$(nr_mapped)
+	mapped=$(rnbd_nr_mapped)
 	sessions=$(nr_sessions)
 	# shellcheck disable=SC2016 # the inner shell expands them
 	if timeout 120 bash -c 'echo "$1" >"$2"' - "$str" "$file" \
@@ -76,8 +67,8 @@ refused() {
 	fi
 	new_errors "$since" ||
 		{ echo "nothing in the kernel log says why"; return 1; }
-	[ "$(nr_mapped)" -eq "$mapped" ] ||
-		{ echo "devices: $mapped before, $(nr_mapped) after"; return 1; }
+	[ "$(rnbd_nr_mapped)" -eq "$mapped" ] ||
+		{ echo "devices: $mapped before, $(rnbd_nr_mapped) after"; return 1; }
 	rnbd_wait 10 test "$(nr_sessions)" -eq "$sessions" ||
 		{ echo "sessions: $sessions before, $(nr_sessions) after"; return 1; }
 }

@@ -145,22 +145,13 @@ srv_sess_dir() {
 	echo "$SRV_DEVS/${2#/dev/}/sessions/$1"
 }
 
-nr_mapped() {
-	local d n=0
-
-	for d in /sys/block/rnbd*; do
-		[ -e "$d" ] && n=$((n + 1))
-	done
-	echo $n
-}
-
 # map_refused SESSNAME DEVICE_PATH OPTION...: the map fails, nothing new.
 map_refused() {
 	local before
 
-	before=$(nr_mapped)
+	before=$(rnbd_nr_mapped)
 	rnbd_map "$@" 2>/dev/null && { echo "mapped"; return 1; }
-	[ "$(nr_mapped)" -eq "$before" ]
+	[ "$(rnbd_nr_mapped)" -eq "$before" ]
 }
 
 access_ro() {
@@ -266,7 +257,7 @@ map_unmap_rounds() {
 }
 
 no_device_left() {
-	[ "$(nr_mapped)" -eq 0 ] || { echo "the client has $(nr_mapped)"; return 1; }
+	[ "$(rnbd_nr_mapped)" -eq 0 ] || { echo "the client has $(rnbd_nr_mapped)"; return 1; }
 	ls "$SRV_DEVS"
 	[ -z "$(ls "$SRV_DEVS")" ]
 }

@@ -261,6 +261,16 @@ rnbd_dev_of() {
 	return 1
 }
 
+# rnbd_nr_mapped: how many devices the client has mapped.
+rnbd_nr_mapped() {
+	local d n=0
+
+	for d in /sys/block/rnbd*; do
+		[ -e "$d" ] && n=$((n + 1))
+	done
+	echo $n
+}
+
 # rnbd_map SESSNAME DEVICE_PATH [OPTION...]: map over path 0 in one guest.
 rnbd_map() {
 	local sess=$1 path=$2
