@@ -937,10 +937,11 @@ static int rtrs_srv_io_req(struct rtrs_srv_con *con, u32 payload)
 	op->usr_len = 0;
 	op->data_len = 0;
 	memset(&op->remote, 0, sizeof(op->remote));
-	if (op->off >= rtrs_srv_chunk_size) {
-		rtrs_srv_resp_rdma(op, -EINVAL);
-		return 0;
-	}
+	/*
+	 * An offset beyond the chunk is refused by rtrs_srv_process_io(), after
+	 * the invalidation: the response re-registers the chunk, which needs
+	 * its rkey invalidated first.
+	 */
 	if (!rtrs_srv_always_invalidate) {
 		rtrs_srv_process_io(op);
 		return 0;
