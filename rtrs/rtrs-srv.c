@@ -194,9 +194,21 @@ static struct rtrs_srv_sess *rtrs_srv_find_sess(struct rtrs_srv_ctx *ctx,
 
 	lockdep_assert_held(&ctx->mutex);
 	list_for_each_entry(srv, &ctx->sess_list, entry)
-		if (uuid_equal(&srv->uuid, uuid))
+		if (!srv->dying && uuid_equal(&srv->uuid, uuid))
 			return srv;
 	return NULL;
+}
+
+/* Does a session of the context, dying or not, have this name? */
+static bool rtrs_srv_name_taken(struct rtrs_srv_ctx *ctx, const char *name)
+{
+	struct rtrs_srv_sess *srv;
+
+	lockdep_assert_held(&ctx->mutex);
+	list_for_each_entry(srv, &ctx->sess_list, entry)
+		if (!strcmp(srv->sessname, name))
+			return true;
+	return false;
 }
 
 static struct rtrs_srv_path *rtrs_srv_find_path(struct rtrs_srv_sess *srv,
@@ -213,7 +225,9 @@ static struct rtrs_srv_path *rtrs_srv_find_path(struct rtrs_srv_sess *srv,
 
 /*
  * The path left its session.  The last path takes the session with it: the
- * ULP hears DISCONNECTED and the context forgets the session.
+ * ULP hears DISCONNECTED and the context forgets the session.  Until its
+ * directories, ours and the ULP's, are gone, the dying session keeps its
+ * name from a new session, whose directories would have the same names.
  */
 static void rtrs_srv_sess_del_path(struct rtrs_srv_path *path)
 {
@@ -226,13 +240,16 @@ static void rtrs_srv_sess_del_path(struct rtrs_srv_path *path)
 	last = list_empty(&srv->paths);
 	announced = last && srv->announced;
 	if (last)
-		list_del(&srv->entry);
+		srv->dying = true;
 	mutex_unlock(&ctx->mutex);
 	if (!last)
 		return;
 	if (announced)
 		ctx->ops->link_ev(srv, RTRS_SRV_LINK_EV_DISCONNECTED, srv->priv);
 	rtrs_srv_sess_sysfs_del(srv);
+	mutex_lock(&ctx->mutex);
+	list_del(&srv->entry);
+	mutex_unlock(&ctx->mutex);
 	/* The reference of the context's list. */
 	put_device(&srv->dev);
 }
@@ -544,12 +561,24 @@ static int rtrs_srv_take_name(struct rtrs_srv_path *path,
 		return -EINVAL;
 	}
 	strscpy(name, req->pathname, sizeof(name));
+	/* sysfs would name its directory with a '!' there: another name. */
+	if (strchr(name, '/')) {
+		rtrs_path_err(&path->s, "session name '%s' has a '/'\n", name);
+		return -EINVAL;
+	}
 	mutex_lock(&srv->ctx->mutex);
-	if (!srv->sessname[0])
+	if (srv->sessname[0])
+		err = strcmp(srv->sessname, name) ? -EINVAL : 0;
+	else if (rtrs_srv_name_taken(srv->ctx, name))
+		err = -EEXIST;
+	else
 		strscpy(srv->sessname, name, sizeof(srv->sessname));
-	else if (strcmp(srv->sessname, name))
-		err = -EINVAL;
 	mutex_unlock(&srv->ctx->mutex);
+	if (err == -EEXIST) {
+		rtrs_path_err(&path->s, "session name '%s' is another session's\n",
+			      name);
+		return err;
+	}
 	if (err) {
 		rtrs_path_err(&path->s, "path names session '%s', not '%s'\n",
 			      name, srv->sessname);

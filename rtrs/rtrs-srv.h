@@ -47,6 +47,9 @@ struct rtrs_srv_ctx {
  * @uuid: the client's session uuid
  * @sessname: the session's name, from the first path's INFO_REQ
  * @paths: of struct rtrs_srv_path, under @ctx->mutex
+ * @dying: its last path left; no path joins it, and it keeps its name
+ *	   until its sysfs directory and the ULP's are gone; under
+ *	   @ctx->mutex
  * @announced: the ULP was told CONNECTED, under @ctx->mutex
  * @priv: the ULP's, set with rtrs_srv_set_sess_priv()
  * @chunks: @queue_depth buffers the client writes IO into
@@ -62,6 +65,7 @@ struct rtrs_srv_sess {
 	uuid_t uuid;
 	char sessname[NAME_MAX];
 	struct list_head paths;
+	bool dying;
 	bool announced;
 	void *priv;
 	struct page **chunks;
