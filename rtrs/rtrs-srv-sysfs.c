@@ -183,18 +183,39 @@ void rtrs_srv_sess_sysfs_del(struct rtrs_srv_sess *srv)
 	srv->dev_added = false;
 }
 
+/**
+ * rtrs_srv_path_name() - the name of a path's directory
+ * @clt: the client's address
+ * @srv: ours
+ * @buf: where to print "<client address>@<server address>"
+ * @len: size of @buf, RTRS_SRV_PATH_NAME_MAX
+ *
+ * Return: 0, or -EINVAL for an address it cannot print.
+ */
+int rtrs_srv_path_name(const struct sockaddr_storage *clt,
+		       const struct sockaddr_storage *srv, char *buf,
+		       size_t len)
+{
+	int n;
+
+	n = rtrs_sockaddr_to_str((const struct sockaddr *)clt, buf, len);
+	if (n < 0 || n + 1 >= len)
+		return -EINVAL;
+	buf[n++] = '@';
+	return rtrs_sockaddr_to_str((const struct sockaddr *)srv, buf + n,
+				    len - n) < 0 ? -EINVAL : 0;
+}
+
 int rtrs_srv_path_sysfs_add(struct rtrs_srv_path *path)
 {
-	char clt[64], srv[64];
+	char name[RTRS_SRV_PATH_NAME_MAX];
 	int err;
 
-	if (rtrs_sockaddr_to_str((struct sockaddr *)&path->s.dst_addr, clt,
-				 sizeof(clt)) < 0 ||
-	    rtrs_sockaddr_to_str((struct sockaddr *)&path->s.src_addr, srv,
-				 sizeof(srv)) < 0)
-		return -EINVAL;
-	err = kobject_add(&path->kobj, path->srv->paths_kobj, "%s@%s", clt,
-			  srv);
+	err = rtrs_srv_path_name(&path->s.dst_addr, &path->s.src_addr, name,
+				 sizeof(name));
+	if (err)
+		return err;
+	err = kobject_add(&path->kobj, path->srv->paths_kobj, "%s", name);
 	if (err) {
 		rtrs_path_err(&path->s, "cannot add the path to sysfs: %d\n",
 			      err);

@@ -1073,6 +1073,28 @@ static int rtrs_srv_check_conn_req(const struct rdma_cm_event *ev)
 }
 
 /*
+ * Has the session a path between the two addresses of @cm_id?  Its sysfs
+ * directory has the name a new one would get.
+ */
+static bool rtrs_srv_addr_taken(struct rtrs_srv_sess *srv,
+				struct rdma_cm_id *cm_id)
+{
+	char name[RTRS_SRV_PATH_NAME_MAX], other[RTRS_SRV_PATH_NAME_MAX];
+	struct rtrs_srv_path *path;
+
+	lockdep_assert_held(&srv->ctx->mutex);
+	if (rtrs_srv_path_name(&cm_id->route.addr.dst_addr,
+			       &cm_id->route.addr.src_addr, name, sizeof(name)))
+		return false;
+	list_for_each_entry(path, &srv->paths, entry)
+		if (!rtrs_srv_path_name(&path->s.dst_addr, &path->s.src_addr,
+					other, sizeof(other)) &&
+		    !strcmp(name, other))
+			return true;
+	return false;
+}
+
+/*
  * The path a connection request belongs to, made if new.  A path of the
  * same uuid from an older incarnation of the client's path (another
  * recon_cnt), or one already up, is stale: it is closed and the request
@@ -1098,6 +1120,11 @@ rtrs_srv_get_path(struct rtrs_srv_ctx *ctx, const struct rtrs_msg_conn_req *req,
 	}
 	path = rtrs_srv_find_path(srv, &req->sess_uuid);
 	if (!path) {
+		if (rtrs_srv_addr_taken(srv, cm_id)) {
+			pr_err_ratelimited("%s: a path between these addresses exists\n",
+					   srv->sessname);
+			return ERR_PTR(-EEXIST);
+		}
 		path = rtrs_srv_path_alloc(srv, req, cm_id);
 		if (!path && list_empty(&srv->paths)) {
 			list_del(&srv->entry);

@@ -195,7 +195,13 @@ void rtrs_srv_close_path(struct rtrs_srv_path *path);
 void rtrs_srv_path_free(struct rtrs_srv_path *path);
 
 /* rtrs-srv-sysfs.c */
+/* "<client address>@<server address>", each as rtrs_sockaddr_to_str() */
+#define RTRS_SRV_PATH_NAME_MAX	128
+
 extern struct class rtrs_srv_class;
+int rtrs_srv_path_name(const struct sockaddr_storage *clt,
+		       const struct sockaddr_storage *srv, char *buf,
+		       size_t len);
 int rtrs_srv_sess_sysfs_add(struct rtrs_srv_sess *srv);
 void rtrs_srv_sess_sysfs_del(struct rtrs_srv_sess *srv);
 int rtrs_srv_path_sysfs_add(struct rtrs_srv_path *path);
