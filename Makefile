@@ -3,6 +3,8 @@
 # RTRS and RNBD as out-of-tree modules.
 #
 #   make [KDIR=<kernel build dir>] [W=1] [C=2]   build the five modules
+#   make RNBD_TESTS=y                            also the test modules of
+#                                                tools/testing/ (never installed)
 #   make install                                 install them and run depmod
 #   make check                                   build, static checks, selftests in QEMU
 #   make demo                                    map a disk between two QEMU guests
@@ -45,8 +47,10 @@ install: modules
 	$(KBUILD) modules_install
 	depmod $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) $(KRELEASE)
 
+# The test modules are cleaned where their sources are (not in DKMS's copy).
 clean:
-	@if [ -f "$(KDIR)/Makefile" ]; then $(KBUILD) clean; fi
+	@if [ -f "$(KDIR)/Makefile" ]; then $(KBUILD) clean \
+		$(if $(wildcard tools/testing/rtrs-bad-clt/Kbuild),RNBD_TESTS=y); fi
 	rm -rf build
 
 # make check picks the kernel it boots: KDIR reaches it only when given.

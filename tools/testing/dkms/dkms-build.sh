@@ -46,6 +46,13 @@ for kdir in /lib/modules/*/build; do
 		fail=1
 		continue
 	fi
+	# The five and nothing else: no test module is packaged.
+	others=$(find "$TMP/tree/$NAME/$VERSION/$kver" -name '*.ko*' -printf '%f\n' |
+		grep -vxE "(${MODULES// /|})\.ko.*")
+	if [ -n "$others" ]; then
+		echo "$kver: the package has other modules: ${others//$'\n'/ }"
+		fail=1
+	fi
 	for m in $MODULES; do
 		ko=$(find "$TMP/tree/$NAME/$VERSION/$kver" -name "$m.ko*" | head -n1)
 		if [ -z "$ko" ]; then

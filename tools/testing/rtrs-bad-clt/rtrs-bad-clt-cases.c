@@ -1,0 +1,1412 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * rtrs-bad-clt: malformed messages for an RTRS/RNBD server, one case at a
+ * time.  A test module, never installed or packaged.
+ *
+ *   insmod rtrs-bad-clt.ko server=ip:<addr> [port=1234] device=<path>
+ *   cat /sys/kernel/debug/rtrs_bad_clt/cases     names and expectations
+ *   echo <name> > /sys/kernel/debug/rtrs_bad_clt/run
+ *   cat /sys/kernel/debug/rtrs_bad_clt/result    "pass|fail|skip <name>: ..."
+ *
+ * A write to run fails with -EIO when the case failed; every result is
+ * also logged.  Each case knows what the server must do: reject the
+ * connection with an errno, close the path, or answer the request with an
+ * errno and go on serving.  The cases run beside a shared session that
+ * opened @device through RNBD: after each case, a write and a read of it
+ * verify that the server still serves.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/module.h>
+#include <linux/random.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include "rnbd-proto.h"
+#include "rtrs-bad-clt.h"
+
+/* The IO of the checks that the shared session still works. */
+#define BAD_IO_SIZE		4096
+#define BAD_IO_SECTORS		(BAD_IO_SIZE >> SECTOR_SHIFT)
+/* Sessions of the cases are named so, with a number. */
+#define BAD_SESSNAME		"rtrs-bad-clt"
+
+static char *bad_server;
+module_param_named(server, bad_server, charp, 0444);
+MODULE_PARM_DESC(server, "The server's address: ip:<addr> or gid:<gid>, optionally <src>,<dst>");
+
+static ushort bad_port = RNBD_DEFAULT_PORT;
+module_param_named(port, bad_port, ushort, 0444);
+MODULE_PARM_DESC(port, "The server's port (default 1234)");
+
+static char *bad_device;
+module_param_named(device, bad_device, charp, 0444);
+MODULE_PARM_DESC(device, "The device the shared session opens read-write, as RNBD's device_path");
+
+static uint bad_timeout_ms = 10000;
+module_param_named(timeout_ms, bad_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(timeout_ms, "How long to wait for each answer of the server (100-600000, default 10000)");
+
+enum bad_verdict {
+	BAD_PASS,
+	BAD_FAIL,
+	BAD_SKIP,
+};
+
+/**
+ * struct bad_ctx - the state the cases share
+ * @t: the server
+ * @shared: the shared session's path, made by the first case
+ * @device_id: the device the shared session opened
+ * @nsectors: its size
+ * @good_sector: where the next check writes
+ * @seq: numbers the cases' sessions
+ * @buf: where requests and messages are built; the chunk size
+ * @pattern: what the check writes
+ * @note: what the case saw
+ */
+struct bad_ctx {
+	struct bad_target t;
+	struct bad_path *shared;
+	u32 device_id;
+	u64 nsectors;
+	u64 good_sector;
+	unsigned int seq;
+	u8 *buf;
+	u8 pattern[BAD_IO_SIZE];
+	char note[192];
+};
+
+/* One case at a time: protects bad_ctx and bad_result. */
+static DEFINE_MUTEX(bad_mutex);
+static struct bad_ctx *bad_ctx;
+static char bad_result[256];
+static struct dentry *bad_debugfs;
+
+/* Add to what the case saw. */
+static __printf(2, 3) void bad_note(struct bad_ctx *ctx, const char *fmt, ...)
+{
+	size_t len = strlen(ctx->note);
+	va_list args;
+
+	if (len && len + 2 < sizeof(ctx->note)) {
+		strcpy(ctx->note + len, ", ");
+		len += 2;
+	}
+	va_start(args, fmt);
+	vsnprintf(ctx->note + len, sizeof(ctx->note) - len, fmt, args);
+	va_end(args);
+}
+
+/**
+ * struct bad_req - a request as written into a chunk
+ * @buf: the chunk's bytes from its start
+ * @len: how many of them to write
+ * @off: the trailer's offset, for the IMM
+ */
+struct bad_req {
+	u8 *buf;
+	size_t len;
+	u32 off;
+};
+
+/* data, user header, WRITE trailer */
+static struct rtrs_msg_rdma_write *
+bad_req_write(struct bad_ctx *ctx, struct bad_req *r, const void *data,
+	      size_t data_len, const void *usr, size_t usr_len)
+{
+	struct rtrs_msg_rdma_write *w;
+
+	r->buf = ctx->buf;
+	if (data)
+		memcpy(r->buf, data, data_len);
+	else
+		memset(r->buf, 0xa5, data_len);
+	memcpy(r->buf + data_len, usr, usr_len);
+	w = (void *)(r->buf + data_len + usr_len);
+	w->type = cpu_to_le16(RTRS_MSG_WRITE);
+	w->usr_len = cpu_to_le16(usr_len);
+	r->off = data_len + usr_len;
+	r->len = r->off + sizeof(*w);
+	return w;
+}
+
+/* user header, READ trailer with one descriptor of @rlen bytes of rbuf */
+static struct rtrs_msg_rdma_read *
+bad_req_read(struct bad_ctx *ctx, struct bad_req *r, const void *usr,
+	     size_t usr_len, u32 rlen)
+{
+	struct bad_path *p = ctx->shared;
+	struct rtrs_msg_rdma_read *m;
+
+	r->buf = ctx->buf;
+	memcpy(r->buf, usr, usr_len);
+	m = (void *)(r->buf + usr_len);
+	m->type = cpu_to_le16(RTRS_MSG_READ);
+	m->usr_len = cpu_to_le16(usr_len);
+	m->flags = 0;
+	m->sg_cnt = cpu_to_le16(1);
+	m->desc[0].addr = cpu_to_le64(p->rbuf->dma_addr);
+	m->desc[0].key = cpu_to_le32(p->dev.pd->unsafe_global_rkey);
+	m->desc[0].len = cpu_to_le32(rlen);
+	r->off = usr_len;
+	r->len = usr_len + struct_size(m, desc, 1);
+	return m;
+}
+
+/* Send @r in the shared session's next chunk and wait for its response. */
+static int bad_submit(struct bad_ctx *ctx, const struct bad_req *r,
+		      struct bad_rsp *rsp)
+{
+	struct bad_path *p = ctx->shared;
+	u32 chunk = bad_path_take_chunk(p);
+	unsigned int seen = bad_path_rsp_cnt(p);
+	int err;
+
+	err = bad_path_post_io(p, chunk, r->buf, r->len,
+			       bad_io_imm(p, chunk, r->off));
+	if (!err)
+		err = bad_path_wait_rsp(p, seen, rsp);
+	if (!err && rsp->id != chunk)
+		err = -EPROTO;
+	return err;
+}
+
+static void bad_rnbd_io(struct bad_ctx *ctx, struct rnbd_msg_io *m, u32 rw,
+			u64 sector, u32 size)
+{
+	memset(m, 0, sizeof(*m));
+	m->hdr.type = cpu_to_le16(RNBD_MSG_IO);
+	m->device_id = cpu_to_le32(ctx->device_id);
+	m->sector = cpu_to_le64(sector);
+	m->rw = cpu_to_le32(rw);
+	m->bi_size = cpu_to_le32(size);
+}
+
+static void bad_rnbd_open_msg(struct rnbd_msg_open *m, const char *name)
+{
+	memset(m, 0, sizeof(*m));
+	m->hdr.type = cpu_to_le16(RNBD_MSG_OPEN);
+	m->access_mode = RNBD_ACCESS_RW;
+	strscpy((char *)m->dev_name, name, sizeof(m->dev_name));
+}
+
+/* The shared session */
+
+static int bad_shared_sess_info(struct bad_ctx *ctx)
+{
+	struct rnbd_msg_sess_info msg = {
+		.hdr.type = cpu_to_le16(RNBD_MSG_SESS_INFO),
+		.ver = RNBD_PROTO_VER_MAJOR,
+	};
+	const struct rnbd_msg_sess_info_rsp *rsp = ctx->shared->rbuf->buf;
+	struct bad_req r;
+	struct bad_rsp ans;
+	int err;
+
+	bad_req_read(ctx, &r, &msg, sizeof(msg), sizeof(*rsp));
+	err = bad_submit(ctx, &r, &ans) ?: ans.errno;
+	if (!err && le16_to_cpu(rsp->hdr.type) != RNBD_MSG_SESS_INFO_RSP)
+		err = -EPROTO;
+	return err;
+}
+
+static int bad_shared_open(struct bad_ctx *ctx)
+{
+	const struct rnbd_msg_open_rsp *rsp = ctx->shared->rbuf->buf;
+	struct rnbd_msg_open msg;
+	struct bad_req r;
+	struct bad_rsp ans;
+	int err;
+
+	bad_rnbd_open_msg(&msg, bad_device);
+	bad_req_read(ctx, &r, &msg, sizeof(msg), sizeof(*rsp));
+	err = bad_submit(ctx, &r, &ans) ?: ans.errno;
+	if (err)
+		return err;
+	if (le16_to_cpu(rsp->hdr.type) != RNBD_MSG_OPEN_RSP)
+		return -EPROTO;
+	ctx->device_id = le32_to_cpu(rsp->device_id);
+	ctx->nsectors = le64_to_cpu(rsp->nsectors);
+	/* The checks write there in turn. */
+	return ctx->nsectors < 16 * BAD_IO_SECTORS ? -ENOSPC : 0;
+}
+
+static void bad_shared_put(struct bad_ctx *ctx)
+{
+	if (!ctx->shared)
+		return;
+	bad_path_free(ctx->shared);
+	ctx->shared = NULL;
+	kfree(ctx->buf);
+	ctx->buf = NULL;
+}
+
+/* The shared session, made again if a case broke it. */
+static int bad_shared_get(struct bad_ctx *ctx)
+{
+	struct bad_path *p;
+	int err;
+
+	if (ctx->shared && !bad_path_broken(ctx->shared))
+		return 0;
+	bad_shared_put(ctx);
+	p = bad_path_up(&ctx->t, BAD_SESSNAME);
+	if (IS_ERR(p)) {
+		bad_note(ctx, "cannot open the shared session: %ld",
+			 PTR_ERR(p));
+		return PTR_ERR(p);
+	}
+	ctx->shared = p;
+	ctx->buf = kzalloc(p->chunk_size, GFP_KERNEL);
+	if (!ctx->buf) {
+		bad_shared_put(ctx);
+		return -ENOMEM;
+	}
+	err = bad_shared_sess_info(ctx);
+	if (!err)
+		err = bad_shared_open(ctx);
+	if (err) {
+		bad_note(ctx, "the shared session cannot open %s: %d",
+			 bad_device, err);
+		bad_shared_put(ctx);
+	}
+	return err;
+}
+
+/* The shared session writes a block and reads it back. */
+static int bad_good_io(struct bad_ctx *ctx)
+{
+	u64 sector = ctx->good_sector;
+	struct rnbd_msg_io m;
+	struct bad_req r;
+	struct bad_rsp rsp;
+	int err;
+
+	ctx->good_sector = (sector + BAD_IO_SECTORS) % (16 * BAD_IO_SECTORS);
+	get_random_bytes(ctx->pattern, sizeof(ctx->pattern));
+	bad_rnbd_io(ctx, &m, RNBD_OP_WRITE, sector, BAD_IO_SIZE);
+	bad_req_write(ctx, &r, ctx->pattern, BAD_IO_SIZE, &m, sizeof(m));
+	err = bad_submit(ctx, &r, &rsp) ?: rsp.errno;
+	if (err)
+		return err;
+	bad_rnbd_io(ctx, &m, RNBD_OP_READ, sector, BAD_IO_SIZE);
+	bad_req_read(ctx, &r, &m, sizeof(m), BAD_IO_SIZE);
+	err = bad_submit(ctx, &r, &rsp) ?: rsp.errno;
+	if (err)
+		return err;
+	return memcmp(ctx->shared->rbuf->buf, ctx->pattern, BAD_IO_SIZE) ?
+		-EILSEQ : 0;
+}
+
+/* The cases */
+
+/**
+ * struct bad_case - a malformed message and what the server must do
+ * @name: its name in debugfs
+ * @expect: what the server must do, for people
+ * @run: runs it
+ * @conreq: spoils a valid CON_REQ (bad_run_conreq)
+ * @msg: builds a SEND on the admin connection into the buffer, returns
+ *	 its length (bad_run_info, bad_run_admin)
+ * @build: builds a request of the shared session; -EOPNOTSUPP skips
+ *	   (bad_run_rsp)
+ * @err: the errno the server must reject or answer with
+ */
+struct bad_case {
+	const char *name;
+	const char *expect;
+	enum bad_verdict (*run)(struct bad_ctx *ctx, const struct bad_case *c);
+	void (*conreq)(struct rtrs_msg_conn_req *req);
+	size_t (*msg)(struct bad_path *p, u8 *buf);
+	int (*build)(struct bad_ctx *ctx, struct bad_req *r);
+	int err;
+};
+
+static struct bad_path *bad_case_path(struct bad_ctx *ctx)
+{
+	char name[NAME_MAX];
+
+	snprintf(name, sizeof(name), BAD_SESSNAME "-%u", ++ctx->seq);
+	return bad_path_alloc(&ctx->t, name);
+}
+
+static enum bad_verdict bad_expect_reject(struct bad_ctx *ctx, int err,
+					  struct bad_con *con, int want)
+{
+	if (err == -ECONNREFUSED && con->reject_errno == want) {
+		bad_note(ctx, "rejected with errno %d", want);
+		return BAD_PASS;
+	}
+	if (!err)
+		bad_note(ctx, "the server accepted the connection");
+	else
+		bad_note(ctx, "connect failed with %d, reject errno %d, not %d",
+			 err, con->reject_errno, want);
+	return BAD_FAIL;
+}
+
+static enum bad_verdict bad_expect_closed(struct bad_ctx *ctx,
+					  struct bad_path *p)
+{
+	if (bad_path_wait_closed(p)) {
+		bad_note(ctx, "the server did not close the path in %u ms",
+			 ctx->t.timeout_ms);
+		return BAD_FAIL;
+	}
+	bad_note(ctx, "the server closed the path");
+	return BAD_PASS;
+}
+
+/* A first connection with a spoiled CON_REQ. */
+static enum bad_verdict bad_run_conreq(struct bad_ctx *ctx,
+				       const struct bad_case *c)
+{
+	struct rtrs_msg_conn_req req;
+	enum bad_verdict v;
+	struct bad_path *p;
+	int err;
+
+	p = bad_case_path(ctx);
+	if (!p)
+		return BAD_FAIL;
+	bad_conn_req_init(p, &req, 0);
+	c->conreq(&req);
+	err = bad_con_connect(p, 0, &req);
+	v = bad_expect_reject(ctx, err, &p->bad_cons[0], c->err);
+	bad_path_free(p);
+	return v;
+}
+
+/* All connections up, then a SEND in place of INFO_REQ. */
+static enum bad_verdict bad_run_info(struct bad_ctx *ctx,
+				     const struct bad_case *c)
+{
+	enum bad_verdict v = BAD_FAIL;
+	struct bad_path *p;
+	int err;
+
+	p = bad_case_path(ctx);
+	if (!p)
+		return BAD_FAIL;
+	err = bad_path_connect(p);
+	if (!err)
+		err = bad_path_send(p, 0, ctx->buf, c->msg(p, ctx->buf));
+	if (err)
+		bad_note(ctx, "could not send: %d", err);
+	else
+		v = bad_expect_closed(ctx, p);
+	bad_path_free(p);
+	return v;
+}
+
+/* A path up, its INFO exchange done. */
+static struct bad_path *bad_case_path_up(struct bad_ctx *ctx)
+{
+	char name[NAME_MAX];
+	struct bad_path *p;
+
+	snprintf(name, sizeof(name), BAD_SESSNAME "-%u", ++ctx->seq);
+	p = bad_path_up(&ctx->t, name);
+	if (IS_ERR(p)) {
+		bad_note(ctx, "could not open a session: %ld", PTR_ERR(p));
+		return NULL;
+	}
+	return p;
+}
+
+/* A path up, then a SEND on its admin connection. */
+static enum bad_verdict bad_run_admin(struct bad_ctx *ctx,
+				      const struct bad_case *c)
+{
+	enum bad_verdict v = BAD_FAIL;
+	struct bad_path *p;
+	int err;
+
+	p = bad_case_path_up(ctx);
+	if (!p)
+		return BAD_FAIL;
+	err = bad_path_send(p, 0, ctx->buf, c->msg(p, ctx->buf));
+	if (err)
+		bad_note(ctx, "could not send: %d", err);
+	else
+		v = bad_expect_closed(ctx, p);
+	bad_path_free(p);
+	return v;
+}
+
+/* A request of the shared session answered with an errno. */
+static enum bad_verdict bad_run_rsp(struct bad_ctx *ctx,
+				    const struct bad_case *c)
+{
+	struct bad_req r = {};
+	struct bad_rsp rsp;
+	int err;
+
+	err = c->build(ctx, &r);
+	if (err == -EOPNOTSUPP)
+		return BAD_SKIP;
+	err = bad_submit(ctx, &r, &rsp);
+	if (err) {
+		bad_note(ctx, "no response: %d", err);
+		return BAD_FAIL;
+	}
+	if (rsp.errno != -c->err) {
+		bad_note(ctx, "response with errno %d, not %d", rsp.errno,
+			 -c->err);
+		return BAD_FAIL;
+	}
+	bad_note(ctx, "response with errno %d", rsp.errno);
+	return BAD_PASS;
+}
+
+/* CON_REQ spoilers */
+
+static void cr_bad_magic(struct rtrs_msg_conn_req *req)
+{
+	req->magic = cpu_to_le16(0x0bad);
+}
+
+static void cr_bad_version(struct rtrs_msg_conn_req *req)
+{
+	req->version = cpu_to_le16((RTRS_PROTO_VER_MAJOR + 1) << 8);
+}
+
+static void cr_cid_beyond(struct rtrs_msg_conn_req *req)
+{
+	req->cid = req->cid_num;
+}
+
+static void cr_cid_num_zero(struct rtrs_msg_conn_req *req)
+{
+	req->cid_num = 0;
+}
+
+static void cr_cid_num_huge(struct rtrs_msg_conn_req *req)
+{
+	req->cid_num = cpu_to_le16(U16_MAX);
+}
+
+static void cr_not_first(struct rtrs_msg_conn_req *req)
+{
+	req->flags = 0;
+}
+
+/* Connections of one path */
+
+/* cid 0 again, while the path's cid 0 is up. */
+static enum bad_verdict bad_run_dup_cid(struct bad_ctx *ctx,
+					const struct bad_case *c)
+{
+	struct rtrs_msg_conn_req req;
+	enum bad_verdict v = BAD_FAIL;
+	struct bad_path *p;
+	int err;
+
+	p = bad_case_path(ctx);
+	if (!p)
+		return BAD_FAIL;
+	bad_conn_req_init(p, &req, 0);
+	err = bad_con_connect(p, 0, &req);
+	if (err) {
+		bad_note(ctx, "first connection failed: %d", err);
+		goto out;
+	}
+	/* The path's second connection slot, with cid 0's request. */
+	err = bad_con_connect(p, 1, &req);
+	v = bad_expect_reject(ctx, err, &p->bad_cons[1], c->err);
+	if (v == BAD_PASS)
+		v = bad_expect_closed(ctx, p);
+out:
+	bad_path_free(p);
+	return v;
+}
+
+/* cid 1 says the path has another number of connections than cid 0. */
+static enum bad_verdict bad_run_cid_num_change(struct bad_ctx *ctx,
+					       const struct bad_case *c)
+{
+	struct rtrs_msg_conn_req req;
+	enum bad_verdict v = BAD_FAIL;
+	struct bad_path *p;
+	int err;
+
+	p = bad_case_path(ctx);
+	if (!p)
+		return BAD_FAIL;
+	bad_conn_req_init(p, &req, 0);
+	err = bad_con_connect(p, 0, &req);
+	if (err) {
+		bad_note(ctx, "first connection failed: %d", err);
+		goto out;
+	}
+	bad_conn_req_init(p, &req, 1);
+	req.cid_num = cpu_to_le16(BAD_CLT_CONS + 1);
+	err = bad_con_connect(p, 1, &req);
+	v = bad_expect_reject(ctx, err, &p->bad_cons[1], c->err);
+	if (v == BAD_PASS)
+		v = bad_expect_closed(ctx, p);
+out:
+	bad_path_free(p);
+	return v;
+}
+
+/* A path of the same uuids connects while the path is up. */
+static enum bad_verdict bad_run_path_again(struct bad_ctx *ctx,
+					   const struct bad_case *c)
+{
+	struct rtrs_msg_conn_req req;
+	enum bad_verdict v = BAD_FAIL;
+	struct bad_path *p, *q;
+	int err;
+
+	p = bad_case_path_up(ctx);
+	if (!p)
+		return BAD_FAIL;
+	q = bad_path_alloc(&ctx->t, p->s.sessname);
+	if (!q)
+		goto out;
+	uuid_copy(&q->s.uuid, &p->s.uuid);
+	uuid_copy(&q->sess_uuid, &p->sess_uuid);
+	bad_conn_req_init(q, &req, 0);
+	err = bad_con_connect(q, 0, &req);
+	v = bad_expect_reject(ctx, err, &q->bad_cons[0], c->err);
+	if (v == BAD_PASS)
+		v = bad_expect_closed(ctx, p);
+	bad_path_free(q);
+out:
+	bad_path_free(p);
+	return v;
+}
+
+/* A second path of a session, between the same two addresses. */
+static enum bad_verdict bad_run_path_same_addr(struct bad_ctx *ctx,
+					       const struct bad_case *c)
+{
+	struct rtrs_msg_conn_req req;
+	enum bad_verdict v = BAD_FAIL;
+	struct bad_path *p, *q;
+	int err;
+
+	p = bad_case_path_up(ctx);
+	if (!p)
+		return BAD_FAIL;
+	q = bad_path_alloc(&ctx->t, p->s.sessname);
+	if (!q)
+		goto out;
+	uuid_copy(&q->sess_uuid, &p->sess_uuid);
+	bad_conn_req_init(q, &req, 0);
+	err = bad_con_connect(q, 0, &req);
+	v = bad_expect_reject(ctx, err, &q->bad_cons[0], c->err);
+	if (v == BAD_PASS && bad_path_broken(p)) {
+		bad_note(ctx, "rejected, but the first path was closed");
+		v = BAD_FAIL;
+	}
+	bad_path_free(q);
+out:
+	bad_path_free(p);
+	return v;
+}
+
+/* INFO_REQ and admin messages */
+
+static size_t m_info(struct bad_path *p, u8 *buf, u16 type)
+{
+	struct rtrs_msg_info_req *req = (void *)buf;
+
+	memset(req, 0, sizeof(*req));
+	req->type = cpu_to_le16(type);
+	strscpy(req->pathname, p->s.sessname, sizeof(req->pathname));
+	return sizeof(*req);
+}
+
+static size_t m_info_unterminated(struct bad_path *p, u8 *buf)
+{
+	struct rtrs_msg_info_req *req = (void *)buf;
+
+	m_info(p, buf, RTRS_MSG_INFO_REQ);
+	memset(req->pathname, 'x', sizeof(req->pathname));
+	return sizeof(*req);
+}
+
+static size_t m_info_empty_name(struct bad_path *p, u8 *buf)
+{
+	struct rtrs_msg_info_req *req = (void *)buf;
+
+	m_info(p, buf, RTRS_MSG_INFO_REQ);
+	req->pathname[0] = '\0';
+	return sizeof(*req);
+}
+
+/* Longer than the server's receive buffer for it. */
+/* sysfs would make it "...!slash", which another session may be named. */
+static size_t m_info_slash(struct bad_path *p, u8 *buf)
+{
+	struct rtrs_msg_info_req *req = (void *)buf;
+
+	m_info(p, buf, RTRS_MSG_INFO_REQ);
+	strlcat(req->pathname, "/slash", sizeof(req->pathname));
+	return sizeof(*req);
+}
+
+static size_t m_info_overlong(struct bad_path *p, u8 *buf)
+{
+	size_t len = 2 * sizeof(struct rtrs_msg_info_req);
+
+	memset(buf, 0, len);
+	m_info(p, buf, RTRS_MSG_INFO_REQ);
+	return len;
+}
+
+static size_t m_info_short(struct bad_path *p, u8 *buf)
+{
+	m_info(p, buf, RTRS_MSG_INFO_REQ);
+	return 8;
+}
+
+static size_t m_info_unknown_type(struct bad_path *p, u8 *buf)
+{
+	return m_info(p, buf, 0x7f);
+}
+
+static size_t m_info_again(struct bad_path *p, u8 *buf)
+{
+	return m_info(p, buf, RTRS_MSG_INFO_REQ);
+}
+
+/* A path named as the shared session, which is another session. */
+static enum bad_verdict bad_run_dup_sessname(struct bad_ctx *ctx,
+					     const struct bad_case *c)
+{
+	enum bad_verdict v = BAD_FAIL;
+	struct bad_path *p;
+	int err;
+
+	p = bad_path_alloc(&ctx->t, BAD_SESSNAME);
+	if (!p)
+		return BAD_FAIL;
+	err = bad_path_connect(p);
+	if (err) {
+		bad_note(ctx, "could not connect: %d", err);
+		goto out;
+	}
+	err = bad_path_info(p);
+	if (err != -ECONNRESET) {
+		bad_note(ctx, "INFO_REQ answered with %d", err);
+		goto out;
+	}
+	v = bad_expect_closed(ctx, p);
+out:
+	bad_path_free(p);
+	return v;
+}
+
+/* IO IMMs of a path without a session yet, or up */
+
+static enum bad_verdict bad_imm_then_closed(struct bad_ctx *ctx,
+					    struct bad_path *p, u32 imm)
+{
+	int err = bad_path_post_io(p, 0, NULL, 0, imm);
+
+	if (err) {
+		bad_note(ctx, "could not send the IMM: %d", err);
+		return BAD_FAIL;
+	}
+	return bad_expect_closed(ctx, p);
+}
+
+static enum bad_verdict bad_run_io_before_info(struct bad_ctx *ctx,
+					       const struct bad_case *c)
+{
+	enum bad_verdict v = BAD_FAIL;
+	struct bad_path *p;
+	int err;
+
+	p = bad_case_path(ctx);
+	if (!p)
+		return BAD_FAIL;
+	err = bad_path_connect(p);
+	if (err)
+		bad_note(ctx, "could not connect: %d", err);
+	else
+		v = bad_imm_then_closed(ctx, p, bad_io_imm(p, 0, 0));
+	bad_path_free(p);
+	return v;
+}
+
+/* The IMM of a path up, made from the path. */
+static enum bad_verdict bad_run_imm(struct bad_ctx *ctx,
+				    u32 (*imm)(struct bad_path *p))
+{
+	enum bad_verdict v;
+	struct bad_path *p;
+
+	p = bad_case_path_up(ctx);
+	if (!p)
+		return BAD_FAIL;
+	v = bad_imm_then_closed(ctx, p, imm(p));
+	bad_path_free(p);
+	return v;
+}
+
+static u32 imm_chunk_beyond(struct bad_path *p)
+{
+	return bad_io_imm(p, p->queue_depth, 0);
+}
+
+static enum bad_verdict bad_run_chunk_beyond(struct bad_ctx *ctx,
+					     const struct bad_case *c)
+{
+	unsigned int ids = 1U << (RTRS_IMM_PAYLOAD_BITS -
+				  ctx->shared->mem_bits);
+
+	/* A power of two fills the id bits: no larger id can be said. */
+	if (ctx->shared->queue_depth >= ids) {
+		bad_note(ctx, "queue depth %u: no chunk id beyond it fits the IMM",
+			 ctx->shared->queue_depth);
+		return BAD_SKIP;
+	}
+	return bad_run_imm(ctx, imm_chunk_beyond);
+}
+
+static u32 imm_unknown_type(struct bad_path *p)
+{
+	return (u32)7 << RTRS_IMM_PAYLOAD_BITS;
+}
+
+static enum bad_verdict bad_run_imm_unknown(struct bad_ctx *ctx,
+					    const struct bad_case *c)
+{
+	return bad_run_imm(ctx, imm_unknown_type);
+}
+
+static u32 imm_rsp_type(struct bad_path *p)
+{
+	return rtrs_io_rsp_imm(0, 0, false);
+}
+
+static enum bad_verdict bad_run_imm_rsp(struct bad_ctx *ctx,
+					const struct bad_case *c)
+{
+	return bad_run_imm(ctx, imm_rsp_type);
+}
+
+/* An RDMA WRITE that runs over the end of the last chunk. */
+static enum bad_verdict bad_run_write_past_chunk(struct bad_ctx *ctx,
+						 const struct bad_case *c)
+{
+	enum bad_verdict v = BAD_FAIL;
+	struct bad_chunk *last;
+	struct bad_path *p;
+	int err;
+
+	p = bad_case_path_up(ctx);
+	if (!p)
+		return BAD_FAIL;
+	last = &p->chunks[p->queue_depth - 1];
+	memset(ctx->buf, 0x5a, 64);
+	err = bad_path_post_raw(p, last->addr + p->chunk_size - 16, last->rkey,
+				ctx->buf, 64);
+	if (err)
+		bad_note(ctx, "could not post the write: %d", err);
+	else
+		v = bad_expect_closed(ctx, p);
+	bad_path_free(p);
+	return v;
+}
+
+/* A READ whose data goes to an rkey this client does not have. */
+static enum bad_verdict bad_run_read_bad_rkey(struct bad_ctx *ctx,
+					      const struct bad_case *c)
+{
+	struct rnbd_msg_sess_info msg = {
+		.hdr.type = cpu_to_le16(RNBD_MSG_SESS_INFO),
+		.ver = RNBD_PROTO_VER_MAJOR,
+	};
+	struct rtrs_msg_rdma_read *m;
+	enum bad_verdict v = BAD_FAIL;
+	struct bad_path *p;
+	struct bad_req r;
+	int err;
+
+	p = bad_case_path_up(ctx);
+	if (!p)
+		return BAD_FAIL;
+	m = bad_req_read(ctx, &r, &msg, sizeof(msg),
+			 sizeof(struct rnbd_msg_sess_info_rsp));
+	/* Another key of the same registration index. */
+	m->desc[0].key = cpu_to_le32(p->dev.pd->unsafe_global_rkey ^ 0x80);
+	m->desc[0].addr = cpu_to_le64(p->rbuf->dma_addr);
+	err = bad_path_post_io(p, 0, r.buf, r.len, bad_io_imm(p, 0, r.off));
+	if (err)
+		bad_note(ctx, "could not send: %d", err);
+	else
+		v = bad_expect_closed(ctx, p);
+	bad_path_free(p);
+	return v;
+}
+
+/* Trailers */
+
+static int b_off_beyond_chunk(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct bad_path *p = ctx->shared;
+
+	r->off = p->chunk_size + 64;
+	if (r->off >> p->mem_bits) {
+		bad_note(ctx, "offset %u does not fit %u bits", r->off,
+			 p->mem_bits);
+		return -EOPNOTSUPP;
+	}
+	r->len = 0;
+	return 0;
+}
+
+static int b_trailer_across_end(struct bad_ctx *ctx, struct bad_req *r)
+{
+	u32 size = ctx->shared->chunk_size;
+
+	r->buf = ctx->buf;
+	memset(r->buf, 0, size);
+	*(__le16 *)(r->buf + size - 2) = cpu_to_le16(RTRS_MSG_WRITE);
+	r->off = size - 2;
+	r->len = size;
+	return 0;
+}
+
+static struct rtrs_msg_rdma_write *b_good_write(struct bad_ctx *ctx,
+						struct bad_req *r)
+{
+	struct rnbd_msg_io m;
+
+	bad_rnbd_io(ctx, &m, RNBD_OP_WRITE, 0, BAD_IO_SIZE);
+	return bad_req_write(ctx, r, NULL, BAD_IO_SIZE, &m, sizeof(m));
+}
+
+static struct rtrs_msg_rdma_read *b_good_read(struct bad_ctx *ctx,
+					      struct bad_req *r)
+{
+	struct rnbd_msg_io m;
+
+	bad_rnbd_io(ctx, &m, RNBD_OP_READ, 0, BAD_IO_SIZE);
+	return bad_req_read(ctx, r, &m, sizeof(m), BAD_IO_SIZE);
+}
+
+static int b_trailer_unknown_type(struct bad_ctx *ctx, struct bad_req *r)
+{
+	b_good_write(ctx, r)->type = cpu_to_le16(0x55);
+	return 0;
+}
+
+static int b_write_usr_len_beyond_off(struct bad_ctx *ctx, struct bad_req *r)
+{
+	b_good_write(ctx, r)->usr_len = cpu_to_le16(r->off + 16);
+	return 0;
+}
+
+static int b_write_usr_len_beyond_max(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct bad_path *p = ctx->shared;
+	size_t usr_len = p->max_hdr_size + 512;
+	struct rnbd_msg_io *m;
+
+	if (usr_len + sizeof(struct rtrs_msg_rdma_write) > p->chunk_size) {
+		bad_note(ctx, "no room for a header over %u bytes",
+			 p->max_hdr_size);
+		return -EOPNOTSUPP;
+	}
+	memset(ctx->buf, 0, usr_len);
+	m = (void *)ctx->buf;
+	bad_rnbd_io(ctx, m, RNBD_OP_FLUSH, 0, 0);
+	bad_req_write(ctx, r, NULL, 0, ctx->buf, usr_len);
+	return 0;
+}
+
+static int b_read_usr_len_beyond_off(struct bad_ctx *ctx, struct bad_req *r)
+{
+	b_good_read(ctx, r)->usr_len = cpu_to_le16(r->off + 8);
+	return 0;
+}
+
+static int b_read_sg_cnt_huge(struct bad_ctx *ctx, struct bad_req *r)
+{
+	b_good_read(ctx, r)->sg_cnt = cpu_to_le16(U16_MAX);
+	return 0;
+}
+
+static int b_read_sg_cnt_two(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rtrs_msg_rdma_read *m = b_good_read(ctx, r);
+
+	m->sg_cnt = cpu_to_le16(2);
+	m->desc[1] = m->desc[0];
+	r->len += sizeof(m->desc[0]);
+	return 0;
+}
+
+/* RNBD wants the data a READ of 4 KiB asks for. */
+static int b_read_sg_cnt_zero(struct bad_ctx *ctx, struct bad_req *r)
+{
+	b_good_read(ctx, r)->sg_cnt = 0;
+	r->len -= sizeof(struct rtrs_sg_desc);
+	return 0;
+}
+
+static int b_read_desc_len_beyond(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rtrs_msg_rdma_read *m = b_good_read(ctx, r);
+
+	m->desc[0].len = cpu_to_le32(ctx->shared->chunk_size + BAD_IO_SIZE);
+	return 0;
+}
+
+static int b_read_unknown_flags(struct bad_ctx *ctx, struct bad_req *r)
+{
+	b_good_read(ctx, r)->flags = cpu_to_le16(0x8000);
+	return 0;
+}
+
+/* The trailer fits the chunk, its descriptor does not. */
+static int b_read_desc_past_chunk(struct bad_ctx *ctx, struct bad_req *r)
+{
+	u32 size = ctx->shared->chunk_size;
+	struct rtrs_msg_rdma_read *m;
+	struct rnbd_msg_io io;
+
+	bad_rnbd_io(ctx, &io, RNBD_OP_READ, 0, BAD_IO_SIZE);
+	r->buf = ctx->buf;
+	memset(r->buf, 0, size);
+	r->off = size - sizeof(*m);
+	memcpy(r->buf + r->off - sizeof(io), &io, sizeof(io));
+	m = (void *)(r->buf + r->off);
+	m->type = cpu_to_le16(RTRS_MSG_READ);
+	m->usr_len = cpu_to_le16(sizeof(io));
+	m->sg_cnt = cpu_to_le16(1);
+	r->len = size;
+	return 0;
+}
+
+/* RNBD */
+
+static int b_io_unknown_device(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_io m;
+
+	bad_rnbd_io(ctx, &m, RNBD_OP_READ, 0, BAD_IO_SIZE);
+	m.device_id = cpu_to_le32(ctx->device_id + 1000);
+	bad_req_read(ctx, r, &m, sizeof(m), BAD_IO_SIZE);
+	return 0;
+}
+
+static int b_write_rw(struct bad_ctx *ctx, struct bad_req *r, u32 rw)
+{
+	struct rnbd_msg_io m;
+
+	bad_rnbd_io(ctx, &m, rw, 0, BAD_IO_SIZE);
+	bad_req_write(ctx, r, NULL, BAD_IO_SIZE, &m, sizeof(m));
+	return 0;
+}
+
+static int b_io_unknown_op(struct bad_ctx *ctx, struct bad_req *r)
+{
+	return b_write_rw(ctx, r, RNBD_OP_MASK);
+}
+
+static int b_io_unknown_flags(struct bad_ctx *ctx, struct bad_req *r)
+{
+	return b_write_rw(ctx, r, RNBD_OP_WRITE | BIT(31));
+}
+
+static int b_read_at(struct bad_ctx *ctx, struct bad_req *r, u64 sector)
+{
+	struct rnbd_msg_io m;
+
+	bad_rnbd_io(ctx, &m, RNBD_OP_READ, sector, BAD_IO_SIZE);
+	bad_req_read(ctx, r, &m, sizeof(m), BAD_IO_SIZE);
+	return 0;
+}
+
+static int b_io_beyond_device(struct bad_ctx *ctx, struct bad_req *r)
+{
+	return b_read_at(ctx, r, ctx->nsectors - BAD_IO_SECTORS / 2);
+}
+
+static int b_io_sector_overflow(struct bad_ctx *ctx, struct bad_req *r)
+{
+	return b_read_at(ctx, r, U64_MAX - BAD_IO_SECTORS / 2);
+}
+
+static int b_io_unaligned(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_io m;
+
+	bad_rnbd_io(ctx, &m, RNBD_OP_WRITE, 0, 1000);
+	bad_req_write(ctx, r, NULL, 1000, &m, sizeof(m));
+	return 0;
+}
+
+static int b_write_size_mismatch(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_io m;
+
+	bad_rnbd_io(ctx, &m, RNBD_OP_WRITE, 0, 2 * BAD_IO_SIZE);
+	bad_req_write(ctx, r, NULL, BAD_IO_SIZE, &m, sizeof(m));
+	return 0;
+}
+
+static int b_read_len_mismatch(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_io m;
+
+	bad_rnbd_io(ctx, &m, RNBD_OP_READ, 0, BAD_IO_SIZE);
+	bad_req_read(ctx, r, &m, sizeof(m), 2 * BAD_IO_SIZE);
+	return 0;
+}
+
+static int b_io_short_header(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_io m;
+
+	bad_rnbd_io(ctx, &m, RNBD_OP_WRITE, 0, BAD_IO_SIZE);
+	bad_req_write(ctx, r, NULL, BAD_IO_SIZE, &m, 16);
+	return 0;
+}
+
+static int b_flush_with_size(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_io m;
+
+	bad_rnbd_io(ctx, &m, RNBD_OP_FLUSH, 0, BAD_IO_SIZE);
+	bad_req_write(ctx, r, NULL, 0, &m, sizeof(m));
+	return 0;
+}
+
+static int b_msg_unknown_type(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_io m;
+
+	bad_rnbd_io(ctx, &m, RNBD_OP_READ, 0, 0);
+	m.hdr.type = cpu_to_le16(0x99);
+	bad_req_write(ctx, r, NULL, 0, &m, sizeof(m));
+	return 0;
+}
+
+static int b_close_unknown_device(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_close m = {
+		.hdr.type = cpu_to_le16(RNBD_MSG_CLOSE),
+		.device_id = cpu_to_le32(ctx->device_id + 1000),
+	};
+
+	bad_req_write(ctx, r, NULL, 0, &m, sizeof(m));
+	return 0;
+}
+
+static int b_open(struct bad_ctx *ctx, struct bad_req *r,
+		  const struct rnbd_msg_open *m, u32 rlen)
+{
+	bad_req_read(ctx, r, m, sizeof(*m), rlen);
+	return 0;
+}
+
+static int b_open_unterminated(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_open m;
+
+	bad_rnbd_open_msg(&m, bad_device);
+	memset(m.dev_name, 'a', sizeof(m.dev_name));
+	return b_open(ctx, r, &m, sizeof(struct rnbd_msg_open_rsp));
+}
+
+static int b_open_escape(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_open m;
+
+	bad_rnbd_open_msg(&m, "../");
+	strlcat((char *)m.dev_name, bad_device, sizeof(m.dev_name));
+	return b_open(ctx, r, &m, sizeof(struct rnbd_msg_open_rsp));
+}
+
+static int b_open_bad_mode(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_open m;
+
+	bad_rnbd_open_msg(&m, bad_device);
+	m.access_mode = 9;
+	return b_open(ctx, r, &m, sizeof(struct rnbd_msg_open_rsp));
+}
+
+static int b_open_missing(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_open m;
+
+	bad_rnbd_open_msg(&m, "/dev/" BAD_SESSNAME "-no-such-device");
+	return b_open(ctx, r, &m, sizeof(struct rnbd_msg_open_rsp));
+}
+
+static int b_open_twice(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_open m;
+
+	bad_rnbd_open_msg(&m, bad_device);
+	return b_open(ctx, r, &m, sizeof(struct rnbd_msg_open_rsp));
+}
+
+static int b_open_short_rsp(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_open m;
+
+	bad_rnbd_open_msg(&m, bad_device);
+	return b_open(ctx, r, &m, 8);
+}
+
+static int b_sess_info_short_rsp(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_sess_info m = {
+		.hdr.type = cpu_to_le16(RNBD_MSG_SESS_INFO),
+		.ver = RNBD_PROTO_VER_MAJOR,
+	};
+
+	bad_req_read(ctx, r, &m, sizeof(m), 8);
+	return 0;
+}
+
+#define CONREQ(n, fn, e) \
+	{ .name = n, .expect = "connection rejected with " #e, \
+	  .run = bad_run_conreq, .conreq = fn, .err = e }
+#define CLOSE(n, fn) \
+	{ .name = n, .expect = "path closed", .run = fn }
+#define REJECT_CLOSE(n, fn, e) \
+	{ .name = n, .expect = "connection rejected with " #e ", path closed", \
+	  .run = fn, .err = e }
+#define INFO(n, fn) \
+	{ .name = n, .expect = "path closed", .run = bad_run_info, .msg = fn }
+#define ADMIN(n, fn) \
+	{ .name = n, .expect = "path closed", .run = bad_run_admin, .msg = fn }
+#define RSP(n, fn, e) \
+	{ .name = n, .expect = "response with -" #e ", path up", \
+	  .run = bad_run_rsp, .build = fn, .err = e }
+
+static const struct bad_case bad_cases[] = {
+	CONREQ("conreq-bad-magic", cr_bad_magic, EPROTONOSUPPORT),
+	CONREQ("conreq-bad-version", cr_bad_version, EPROTONOSUPPORT),
+	CONREQ("conreq-cid-beyond-cid-num", cr_cid_beyond, EINVAL),
+	CONREQ("conreq-cid-num-zero", cr_cid_num_zero, EINVAL),
+	CONREQ("conreq-cid-num-huge", cr_cid_num_huge, EINVAL),
+	CONREQ("conreq-unknown-session-not-first", cr_not_first, ENXIO),
+	REJECT_CLOSE("conreq-duplicate-cid", bad_run_dup_cid, EEXIST),
+	REJECT_CLOSE("conreq-cid-num-changes", bad_run_cid_num_change, EAGAIN),
+	REJECT_CLOSE("conreq-path-up-again", bad_run_path_again, EAGAIN),
+	{ .name = "conreq-second-path-same-addr",
+	  .expect = "connection rejected with EEXIST, first path up",
+	  .run = bad_run_path_same_addr, .err = EEXIST },
+	INFO("info-unterminated-name", m_info_unterminated),
+	INFO("info-empty-name", m_info_empty_name),
+	INFO("info-name-with-slash", m_info_slash),
+	INFO("info-overlong", m_info_overlong),
+	INFO("info-short", m_info_short),
+	INFO("info-unknown-type", m_info_unknown_type),
+	CLOSE("info-duplicate-sessname", bad_run_dup_sessname),
+	CLOSE("imm-io-before-info", bad_run_io_before_info),
+	ADMIN("admin-second-info-req", m_info_again),
+	ADMIN("admin-unknown-type", m_info_unknown_type),
+	CLOSE("imm-chunk-beyond-queue-depth", bad_run_chunk_beyond),
+	CLOSE("imm-unknown-type", bad_run_imm_unknown),
+	CLOSE("imm-response-type", bad_run_imm_rsp),
+	CLOSE("rdma-write-past-chunk", bad_run_write_past_chunk),
+	CLOSE("read-desc-bad-rkey", bad_run_read_bad_rkey),
+	RSP("trailer-offset-beyond-chunk", b_off_beyond_chunk, EINVAL),
+	RSP("trailer-across-chunk-end", b_trailer_across_end, EINVAL),
+	RSP("trailer-unknown-type", b_trailer_unknown_type, EINVAL),
+	RSP("write-usr-len-beyond-offset", b_write_usr_len_beyond_off, EINVAL),
+	RSP("write-usr-len-beyond-max-hdr", b_write_usr_len_beyond_max, EINVAL),
+	RSP("read-usr-len-beyond-offset", b_read_usr_len_beyond_off, EINVAL),
+	RSP("read-sg-cnt-huge", b_read_sg_cnt_huge, EINVAL),
+	RSP("read-sg-cnt-two", b_read_sg_cnt_two, EINVAL),
+	RSP("read-sg-cnt-zero", b_read_sg_cnt_zero, EINVAL),
+	RSP("read-desc-len-beyond-chunk", b_read_desc_len_beyond, EINVAL),
+	RSP("read-unknown-flags", b_read_unknown_flags, EINVAL),
+	RSP("read-desc-past-chunk", b_read_desc_past_chunk, EINVAL),
+	RSP("rnbd-io-unknown-device", b_io_unknown_device, EINVAL),
+	RSP("rnbd-io-unknown-op", b_io_unknown_op, EINVAL),
+	RSP("rnbd-io-unknown-flags", b_io_unknown_flags, EINVAL),
+	RSP("rnbd-io-beyond-device", b_io_beyond_device, EINVAL),
+	RSP("rnbd-io-sector-overflow", b_io_sector_overflow, EINVAL),
+	RSP("rnbd-io-unaligned-size", b_io_unaligned, EINVAL),
+	RSP("rnbd-write-size-mismatch", b_write_size_mismatch, EINVAL),
+	RSP("rnbd-read-size-mismatch", b_read_len_mismatch, EINVAL),
+	RSP("rnbd-io-short-header", b_io_short_header, EINVAL),
+	RSP("rnbd-flush-with-size", b_flush_with_size, EINVAL),
+	RSP("rnbd-unknown-msg-type", b_msg_unknown_type, EINVAL),
+	RSP("rnbd-close-unknown-device", b_close_unknown_device, EINVAL),
+	RSP("rnbd-open-unterminated-name", b_open_unterminated, EINVAL),
+	RSP("rnbd-open-escaping-path", b_open_escape, EINVAL),
+	RSP("rnbd-open-bad-access-mode", b_open_bad_mode, EINVAL),
+	RSP("rnbd-open-missing-device", b_open_missing, ENOENT),
+	RSP("rnbd-open-twice", b_open_twice, EEXIST),
+	RSP("rnbd-open-short-response", b_open_short_rsp, EINVAL),
+	RSP("rnbd-sess-info-short-response", b_sess_info_short_rsp, EINVAL),
+};
+
+static enum bad_verdict bad_run_case(struct bad_ctx *ctx,
+				     const struct bad_case *c)
+{
+	enum bad_verdict v;
+	int err;
+
+	ctx->note[0] = '\0';
+	if (bad_shared_get(ctx))
+		return BAD_FAIL;
+	v = c->run(ctx, c);
+	if (v != BAD_PASS)
+		return v;
+	/* Whatever the case did, the server still serves the others. */
+	err = bad_good_io(ctx);
+	if (err) {
+		bad_note(ctx, "then the shared session's IO failed: %d", err);
+		return BAD_FAIL;
+	}
+	bad_note(ctx, "the shared session still serves");
+	return BAD_PASS;
+}
+
+static const struct bad_case *bad_find_case(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(bad_cases); i++)
+		if (!strcmp(bad_cases[i].name, name))
+			return &bad_cases[i];
+	return NULL;
+}
+
+/* debugfs */
+
+static const char *const bad_verdict_str[] = {
+	[BAD_PASS] = "pass",
+	[BAD_FAIL] = "fail",
+	[BAD_SKIP] = "skip",
+};
+
+static ssize_t bad_run_write(struct file *file, const char __user *ubuf,
+			     size_t count, loff_t *ppos)
+{
+	const struct bad_case *c;
+	enum bad_verdict v;
+	char name[64];
+
+	if (count >= sizeof(name))
+		return -EINVAL;
+	if (copy_from_user(name, ubuf, count))
+		return -EFAULT;
+	name[count] = '\0';
+	c = bad_find_case(strim(name));
+	if (!c) {
+		pr_err("no case '%s'\n", strim(name));
+		return -EINVAL;
+	}
+	if (mutex_lock_interruptible(&bad_mutex))
+		return -EINTR;
+	v = bad_run_case(bad_ctx, c);
+	snprintf(bad_result, sizeof(bad_result), "%s %s: %s\n",
+		 bad_verdict_str[v], c->name, bad_ctx->note);
+	pr_info("%s", bad_result);
+	mutex_unlock(&bad_mutex);
+	return v == BAD_FAIL ? -EIO : count;
+}
+
+static const struct file_operations bad_run_fops = {
+	.owner = THIS_MODULE,
+	.write = bad_run_write,
+	.llseek = noop_llseek,
+};
+
+static ssize_t bad_result_read(struct file *file, char __user *ubuf,
+			       size_t count, loff_t *ppos)
+{
+	ssize_t ret;
+
+	mutex_lock(&bad_mutex);
+	ret = simple_read_from_buffer(ubuf, count, ppos, bad_result,
+				      strlen(bad_result));
+	mutex_unlock(&bad_mutex);
+	return ret;
+}
+
+static const struct file_operations bad_result_fops = {
+	.owner = THIS_MODULE,
+	.read = bad_result_read,
+	.llseek = default_llseek,
+};
+
+static int bad_cases_show(struct seq_file *m, void *v)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(bad_cases); i++)
+		seq_printf(m, "%s\t%s\n", bad_cases[i].name,
+			   bad_cases[i].expect);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(bad_cases);
+
+/* Module */
+
+static int bad_check_params(struct bad_target *t)
+{
+	if (!bad_server || !bad_device || !bad_device[0]) {
+		pr_err("server= and device= are needed\n");
+		return -EINVAL;
+	}
+	if (bad_timeout_ms < 100 || bad_timeout_ms > 600000) {
+		pr_err("timeout_ms must be 100 to 600000, got %u\n",
+		       bad_timeout_ms);
+		return -EINVAL;
+	}
+	if (strlen(bad_device) >= NAME_MAX) {
+		pr_err("device must be shorter than %d characters\n", NAME_MAX);
+		return -EINVAL;
+	}
+	t->addr.src = &t->src;
+	t->addr.dst = &t->dst;
+	t->timeout_ms = bad_timeout_ms;
+	return rtrs_addr_to_sockaddr(bad_server, strlen(bad_server), bad_port,
+				     &t->addr);
+}
+
+static int __init bad_init(void)
+{
+	int err;
+
+	bad_ctx = kzalloc(sizeof(*bad_ctx), GFP_KERNEL);
+	if (!bad_ctx)
+		return -ENOMEM;
+	err = bad_check_params(&bad_ctx->t);
+	if (err) {
+		kfree(bad_ctx);
+		return err;
+	}
+	bad_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	debugfs_create_file("cases", 0444, bad_debugfs, NULL, &bad_cases_fops);
+	debugfs_create_file("run", 0200, bad_debugfs, NULL, &bad_run_fops);
+	debugfs_create_file("result", 0400, bad_debugfs, NULL,
+			    &bad_result_fops);
+	return 0;
+}
+
+static void __exit bad_exit(void)
+{
+	/* Waits for a case that is running. */
+	debugfs_remove_recursive(bad_debugfs);
+	bad_shared_put(bad_ctx);
+	kfree(bad_ctx);
+}
+
+module_init(bad_init);
+module_exit(bad_exit);
+
+MODULE_DESCRIPTION("RTRS test client that sends a server malformed messages");
+MODULE_LICENSE("GPL");
