@@ -1,0 +1,216 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Malformed messages: rtrs-bad-clt (tools/testing/rtrs-bad-clt), a test
+# client that speaks raw RTRS, sends our server wrong CON_REQs, INFO_REQs,
+# IMMs, trailers and RNBD messages, one case per KTAP result.  Each case
+# must get what it expects: its connection rejected with an errno, its
+# path closed, or an error response on a path that goes on serving; and
+# the test client's shared session writes and reads its disk after each.
+# A client of ours maps another disk before the cases and must still write
+# and read it after them; no session of the cases may be left on the
+# server, and every module unloads.
+#
+# rnbd-vm: topology=one
+
+. "$(dirname "$0")/lib.sh"
+
+# Not a power of two, so that a chunk id beyond it fits the IMM.
+SRV_PARAMS="sess_queue_depth=48"
+DBG=/sys/kernel/debug/rtrs_bad_clt
+CTL=/sys/devices/virtual/rnbd-client/ctl
+DEV=rnbd0
+SESSNAME=good
+DISK_MB=32
+IMG=/dev/shm/rnbd-bad-client
+GOOD_DISK=
+BAD_DISK=
+SERVER_UP=
+CASES=
+
+# The two exported disks: loop devices over tmpfs files, one for our
+# client, one for the test client's shared session.
+disks_up() {
+	modprobe loop || return 1
+	truncate -s "${DISK_MB}M" "$IMG.good" "$IMG.bad" &&
+		GOOD_DISK=$(losetup -f --show "$IMG.good") &&
+		BAD_DISK=$(losetup -f --show "$IMG.bad")
+}
+
+disks_down() {
+	[ -z "$GOOD_DISK" ] || losetup -d "$GOOD_DISK"
+	[ -z "$BAD_DISK" ] || losetup -d "$BAD_DISK"
+	rm -f "$IMG.good" "$IMG.bad"
+}
+
+# unload MODULE...: rmmod those of them that are loaded, in that order.
+unload() {
+	local m rc=0
+
+	for m in "$@"; do
+		grep -q "^${m//-/_} " /proc/modules || continue
+		rmmod "$m" || rc=1
+	done
+	return $rc
+}
+
+bad_client_load() {
+	modprobe rtrs-bad-clt server="ip:$(rnbd_path_addr 0 server)" \
+		device="$BAD_DISK" && [ -r "$DBG/cases" ]
+}
+
+server_up() {
+	# shellcheck disable=SC2086 # one word per parameter
+	modprobe rtrs-server $SRV_PARAMS && modprobe rnbd-server &&
+		SERVER_UP=1
+}
+
+map() {
+	local opts="sessname=$SESSNAME" i
+
+	for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
+		opts+=" path=ip:$(rnbd_path_addr "$i" client),ip:$(rnbd_path_addr "$i" server)"
+	done
+	modprobe rnbd-client || return 1
+	echo "$opts device_path=$GOOD_DISK" >"$CTL/map_device" || return 1
+	rnbd_wait 30 test -b "/dev/$DEV" ||
+		{ echo "/dev/$DEV did not appear"; return 1; }
+}
+
+# verify TAG: 1 MiB written through /dev/$DEV, read back, and found on
+# the server's disk.
+verify() {
+	local want=/tmp/rnbd-bad-client.want got=/tmp/rnbd-bad-client.got rc=0
+
+	[ -b "/dev/$DEV" ] || { echo "/dev/$DEV is not mapped"; return 1; }
+	yes "rnbd bad-client $1 $$" | head -c 1M >"$want"
+	dd if="$want" of="/dev/$DEV" bs=1M seek=2 oflag=direct conv=fsync \
+		status=none &&
+		dd if="/dev/$DEV" of="$got" bs=1M skip=2 count=1 iflag=direct \
+			status=none &&
+		cmp "$want" "$got" &&
+		dd if="$GOOD_DISK" of="$got" bs=1M skip=2 count=1 iflag=direct \
+			status=none &&
+		cmp "$want" "$got" || rc=1
+	rm -f "$want" "$got"
+	return $rc
+}
+
+paths_connected() {
+	local p n=0
+
+	for p in "/sys/class/rtrs-client/$SESSNAME"/paths/*/state; do
+		[ -e "$p" ] || continue
+		[ "$(cat "$p")" = connected ] && n=$((n + 1))
+	done
+	[ "$n" -eq "$RNBD_NR_PATHS" ] ||
+		{ echo "$n of $RNBD_NR_PATHS paths connected"; return 1; }
+}
+
+# run_case NAME: the module's verdict; its line is the diagnostic.
+run_case() {
+	local result
+
+	[ -n "$SERVER_UP" ] || { echo "not run: the server is not up"; return 1; }
+	# A failed case fails the write: the result says why.
+	echo "$1" 2>/dev/null >"$DBG/run"
+	result=$(cat "$DBG/result")
+	echo "$result"
+	case $result in
+	"pass $1:"*) return 0 ;;
+	"skip $1:"*) return 4 ;;
+	*) return 1 ;;
+	esac
+}
+
+# server_sessions NAME...: the server has exactly these sessions.
+server_sessions() {
+	local want have
+
+	want=$(printf '%s\n' "$@" | sort | xargs)
+	have=$(find /sys/class/rtrs-server -mindepth 1 -maxdepth 1 \
+		-printf '%f\n' 2>/dev/null | sort | xargs)
+	[ "$have" = "$want" ]
+}
+
+# wait_sessions NAME...: until the server has exactly these sessions, for
+# 30 s by the clock (a poll is slow under TCG).
+wait_sessions() {
+	local end=$((SECONDS + 30))
+
+	until server_sessions "$@"; do
+		if [ $SECONDS -ge $end ]; then
+			echo "sessions: $(find /sys/class/rtrs-server -mindepth 1 \
+				-maxdepth 1 -printf '%f ' 2>/dev/null), expected: $*"
+			return 1
+		fi
+		sleep 0.5
+	done
+}
+
+unmap() {
+	[ -b "/dev/$DEV" ] || { echo "/dev/$DEV is not mapped"; return 1; }
+	echo normal >"/sys/block/$DEV/rnbd/unmap_device" || return 1
+	rnbd_wait 30 test ! -e "/sys/block/$DEV" ||
+		{ echo "/dev/$DEV still there"; return 1; }
+}
+
+bad_client_unload() {
+	unload rtrs-bad-clt && wait_sessions "$SESSNAME"
+}
+
+unmap_unload() {
+	unmap && unload rnbd-client rtrs-client rnbd-server rtrs-server rtrs-core
+}
+
+ktap_case() {
+	local name=$1 expect=$2 out rc
+
+	out=$(run_case "$name" 2>&1)
+	rc=$?
+	[ -n "$out" ] && printf '%s\n' "$out" | sed 's/^/# /'
+	case $rc in
+	0) ktap_pass "$name: $expect" ;;
+	4) ktap_skip "$name: $expect" "${out#*: }" ;;
+	*) ktap_fail "$name: $expect" ;;
+	esac
+}
+
+modinfo rtrs-bad-clt >/dev/null 2>&1 ||
+	ktap_skip_all "rtrs-bad-clt.ko is not built (make check builds it with RNBD_TESTS=y)"
+
+# The case list comes from the module: it loads before the plan, and
+# connects to nothing until a case runs.
+# Not in a subshell: it sets GOOD_DISK and BAD_DISK.
+disks_up >/tmp/rnbd-bad-client.setup 2>&1 &&
+	bad_client_load >>/tmp/rnbd-bad-client.setup 2>&1
+setup_rc=$?
+setup=$(cat /tmp/rnbd-bad-client.setup)
+rm -f /tmp/rnbd-bad-client.setup
+[ $setup_rc -eq 0 ] && CASES=$(cat "$DBG/cases")
+
+ktap_header $((10 + $(grep -c . <<<"$CASES")))
+[ -n "$setup" ] && printf '%s\n' "$setup" | sed 's/^/# /'
+ktap_check "disks up, rtrs-bad-clt loads with its case list" \
+	test $setup_rc -eq 0
+ktap_check "rxe up" rnbd_rdma_up
+# Not through ktap_check: its subshell would lose SERVER_UP.
+server_up >/dev/null 2>&1
+ktap_check "server: rtrs-server ($SRV_PARAMS) and rnbd-server load" \
+	test -n "$SERVER_UP"
+ktap_check "our client maps $GOOD_DISK over both paths" map
+ktap_check "our client writes and reads back 1 MiB" verify before
+while IFS=$'\t' read -r name expect; do
+	[ -n "$name" ] && ktap_case "$name" "$expect"
+done <<<"$CASES"
+ktap_check "our client: both paths still connected" paths_connected
+ktap_check "our client writes and reads back 1 MiB after the cases" \
+	verify after
+ktap_check "server: only our client's and the shared session are left" \
+	wait_sessions "$SESSNAME" rtrs-bad-clt
+ktap_check "rtrs-bad-clt unloads, the server closes its session" \
+	bad_client_unload
+ktap_check "our client unmaps, every module unloads" unmap_unload
+unload rtrs-bad-clt rnbd-client rtrs-client rnbd-server rtrs-server rtrs-core
+disks_down
+ktap_finish
