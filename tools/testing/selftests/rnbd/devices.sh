@@ -18,7 +18,7 @@ TRACE=/sys/kernel/tracing
 SRV_DEVS=/sys/class/rnbd-server/ctl/devices
 DATA=/tmp/rnbd-devices.data
 ROUNDS=100
-[ -e /sys/kernel/debug/kmemleak ] && ROUNDS=20
+[ -e /sys/kernel/debug/kmemleak ] && ROUNDS=10
 
 LOOP=
 NULL_DEV=
