@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * RNBD client sysfs: /sys/devices/virtual/rnbd-client/ctl/map_device and
- * /sys/block/rnbdN/rnbd/.
+ * RNBD client sysfs: /sys/devices/virtual/rnbd-client/ctl/map_device, a
+ * link per mapped device in .../ctl/devices/, and /sys/block/rnbdN/rnbd/.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -23,6 +23,9 @@ static struct class rnbd_clt_class = {
 
 /* /sys/devices/virtual/rnbd-client/ctl: where devices are mapped. */
 static struct device *rnbd_clt_ctl_dev;
+
+/* .../ctl/devices/: a link to /sys/block/rnbdN per mapped device. */
+static struct kobject *rnbd_clt_devices_kobj;
 
 /* map_device: "key=value" options, split by white space */
 
@@ -367,16 +370,103 @@ void rnbd_clt_sysfs_init_dev(struct rnbd_clt_dev *dev)
 	kobject_init(&dev->kobj, &rnbd_clt_dev_ktype);
 }
 
-int rnbd_clt_sysfs_add_dev(struct rnbd_clt_dev *dev)
+/*
+ * ctl/devices/<device_path>@<session>, each '/' a '!' (a session name has
+ * none), as Linux names it.
+ */
+static int rnbd_clt_add_link(struct rnbd_clt_dev *dev)
 {
-	return kobject_add(&dev->kobj, &disk_to_dev(dev->gd)->kobj, "rnbd");
+	int err;
+
+	dev->link_name = kasprintf(GFP_KERNEL, "%s@%s", dev->pathname,
+				   dev->sess->sessname);
+	if (!dev->link_name)
+		return -ENOMEM;
+	strreplace(dev->link_name, '/', '!');
+	err = sysfs_create_link(rnbd_clt_devices_kobj,
+				&disk_to_dev(dev->gd)->kobj, dev->link_name);
+	if (err) {
+		pr_err("%s: cannot add the link %s: %d\n", dev->sess->sessname,
+		       dev->link_name, err);
+		kfree(dev->link_name);
+		dev->link_name = NULL;
+	}
+	return err;
 }
 
+/**
+ * rnbd_clt_sysfs_link_name_eq() - would two devices' links have one name?
+ * @a: the device_path of one
+ * @b: the device_path of the other, of the same session
+ *
+ * Return: whether @a and @b differ at most in '/' for '!'.
+ */
+bool rnbd_clt_sysfs_link_name_eq(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++) {
+		if (*a != *b && !(strchr("/!", *a) && strchr("/!", *b)))
+			return false;
+	}
+	return *a == *b;
+}
+
+/**
+ * rnbd_clt_sysfs_add_dev() - add the sysfs files of a mapped device
+ * @dev: the device, its disk added
+ *
+ * Adds /sys/block/rnbdN/rnbd/ and the device's link in ctl/devices/.
+ *
+ * Return: 0 or a negative errno; the caller puts @dev's kobject then.
+ */
+int rnbd_clt_sysfs_add_dev(struct rnbd_clt_dev *dev)
+{
+	int err;
+
+	err = kobject_add(&dev->kobj, &disk_to_dev(dev->gd)->kobj, "rnbd");
+	if (err)
+		return err;
+	err = rnbd_clt_add_link(dev);
+	if (err)
+		kobject_del(&dev->kobj);
+	return err;
+}
+
+/**
+ * rnbd_clt_sysfs_del_dev() - remove what rnbd_clt_sysfs_add_dev() added
+ * @dev: the device
+ *
+ * Waits for the device's sysfs writers, but one removing its own file.
+ */
 void rnbd_clt_sysfs_del_dev(struct rnbd_clt_dev *dev)
 {
+	sysfs_remove_link(rnbd_clt_devices_kobj, dev->link_name);
+	kfree(dev->link_name);
+	dev->link_name = NULL;
 	kobject_del(&dev->kobj);
 }
 
+static int rnbd_clt_add_ctl(void)
+{
+	rnbd_clt_ctl_dev = device_create_with_groups(&rnbd_clt_class, NULL,
+						     MKDEV(0, 0), NULL,
+						     rnbd_clt_ctl_groups,
+						     "ctl");
+	if (IS_ERR(rnbd_clt_ctl_dev))
+		return PTR_ERR(rnbd_clt_ctl_dev);
+	rnbd_clt_devices_kobj = kobject_create_and_add("devices",
+						       &rnbd_clt_ctl_dev->kobj);
+	if (!rnbd_clt_devices_kobj) {
+		device_unregister(rnbd_clt_ctl_dev);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/**
+ * rnbd_clt_sysfs_init() - add /sys/devices/virtual/rnbd-client/ctl/
+ *
+ * Return: 0 or a negative errno.
+ */
 int rnbd_clt_sysfs_init(void)
 {
 	int err;
@@ -387,20 +477,22 @@ int rnbd_clt_sysfs_init(void)
 		       err);
 		return err;
 	}
-	rnbd_clt_ctl_dev = device_create_with_groups(&rnbd_clt_class, NULL,
-						     MKDEV(0, 0), NULL,
-						     rnbd_clt_ctl_groups,
-						     "ctl");
-	if (IS_ERR(rnbd_clt_ctl_dev)) {
-		err = PTR_ERR(rnbd_clt_ctl_dev);
+	err = rnbd_clt_add_ctl();
+	if (err) {
 		pr_err("cannot create the ctl device: %d\n", err);
 		class_unregister(&rnbd_clt_class);
 	}
 	return err;
 }
 
+/**
+ * rnbd_clt_sysfs_exit() - remove what rnbd_clt_sysfs_init() added
+ *
+ * Context: module exit, every device unmapped, their links gone.
+ */
 void rnbd_clt_sysfs_exit(void)
 {
+	kobject_put(rnbd_clt_devices_kobj);
 	device_unregister(rnbd_clt_ctl_dev);
 	class_unregister(&rnbd_clt_class);
 }

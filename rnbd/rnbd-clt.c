@@ -495,6 +495,7 @@ static void rnbd_clt_put_sess(struct rnbd_clt_session *sess)
 
 /* Mapping and unmapping */
 
+/* The same path, or one whose link in ctl/devices/ would have its name. */
 static bool rnbd_clt_dev_exists(struct rnbd_clt_session *sess,
 				const char *pathname)
 {
@@ -502,7 +503,7 @@ static bool rnbd_clt_dev_exists(struct rnbd_clt_session *sess,
 
 	lockdep_assert_held(&rnbd_clt_mutex);
 	list_for_each_entry(dev, &sess->devs, entry) {
-		if (!strcmp(dev->pathname, pathname))
+		if (rnbd_clt_sysfs_link_name_eq(dev->pathname, pathname))
 			return true;
 	}
 	return false;

@@ -82,6 +82,7 @@ enum rnbd_clt_dev_state {
  * @sess: its session
  * @entry: in @sess's devices
  * @kobj: /sys/block/rnbd<index>/rnbd; its release frees the device
+ * @link_name: its link in /sys/devices/virtual/rnbd-client/ctl/devices/
  * @gd: the disk
  * @index: N of rnbdN
  * @device_id: the server's id of the device
@@ -97,6 +98,7 @@ struct rnbd_clt_dev {
 	struct rnbd_clt_session *sess;
 	struct list_head entry;
 	struct kobject kobj;
+	char *link_name;
 	struct gendisk *gd;
 	int index;
 	u32 device_id;
@@ -119,6 +121,7 @@ int rnbd_clt_sysfs_init(void);
 void rnbd_clt_sysfs_exit(void);
 void rnbd_clt_sysfs_init_dev(struct rnbd_clt_dev *dev);
 int rnbd_clt_sysfs_add_dev(struct rnbd_clt_dev *dev);
+bool rnbd_clt_sysfs_link_name_eq(const char *a, const char *b);
 void rnbd_clt_sysfs_del_dev(struct rnbd_clt_dev *dev);
 
 #endif /* RNBD_CLT_H */
