@@ -102,33 +102,50 @@ struct rnbd_clt_limits {
 };
 
 /*
- * A blk-mq disk with its queue limits: 6.11 takes them, and the write cache
- * and FUA as features (BLK_FEAT_*, new with it), in blk_mq_alloc_disk().
+ * A blk-mq disk with its queue limits, and new limits for a live one (its
+ * queue frozen by the caller): 6.11 takes them, and the write cache and FUA
+ * as features (BLK_FEAT_*, new with it), as one struct queue_limits.
  */
 #ifdef BLK_FEAT_WRITE_CACHE
+
+static inline void rnbd_compat_fill_limits(struct queue_limits *lim,
+					   const struct rnbd_clt_limits *l)
+{
+	lim->logical_block_size = l->logical_block_size;
+	lim->physical_block_size = l->physical_block_size;
+	lim->max_hw_sectors = l->max_hw_sectors;
+	lim->max_segments = l->max_segments;
+	lim->virt_boundary_mask = l->virt_boundary_mask;
+	lim->max_hw_discard_sectors = l->max_discard_sectors;
+	lim->discard_granularity = l->discard_granularity;
+	lim->discard_alignment = l->discard_alignment;
+	lim->max_secure_erase_sectors = l->max_secure_erase_sectors;
+	lim->max_write_zeroes_sectors = l->max_write_zeroes_sectors;
+	lim->features &= ~(BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA);
+	if (l->write_cache)
+		lim->features |= BLK_FEAT_WRITE_CACHE;
+	if (l->fua)
+		lim->features |= BLK_FEAT_FUA;
+}
 
 static inline struct gendisk *
 rnbd_compat_alloc_disk(struct blk_mq_tag_set *set,
 		       const struct rnbd_clt_limits *l, void *queuedata)
 {
-	struct queue_limits lim = {
-		.logical_block_size = l->logical_block_size,
-		.physical_block_size = l->physical_block_size,
-		.max_hw_sectors = l->max_hw_sectors,
-		.max_segments = l->max_segments,
-		.virt_boundary_mask = l->virt_boundary_mask,
-		.max_hw_discard_sectors = l->max_discard_sectors,
-		.discard_granularity = l->discard_granularity,
-		.discard_alignment = l->discard_alignment,
-		.max_secure_erase_sectors = l->max_secure_erase_sectors,
-		.max_write_zeroes_sectors = l->max_write_zeroes_sectors,
-	};
+	struct queue_limits lim = { };
 
-	if (l->write_cache)
-		lim.features |= BLK_FEAT_WRITE_CACHE;
-	if (l->fua)
-		lim.features |= BLK_FEAT_FUA;
+	rnbd_compat_fill_limits(&lim, l);
 	return blk_mq_alloc_disk(set, &lim, queuedata);
+}
+
+/* 6.12 wants the queue frozen before the limits' lock is taken. */
+static inline int rnbd_compat_update_limits(struct request_queue *q,
+					    const struct rnbd_clt_limits *l)
+{
+	struct queue_limits lim = queue_limits_start_update(q);
+
+	rnbd_compat_fill_limits(&lim, l);
+	return queue_limits_commit_update(q, &lim);
 }
 
 #else
@@ -159,6 +176,13 @@ rnbd_compat_alloc_disk(struct blk_mq_tag_set *set,
 	if (!IS_ERR(disk))
 		rnbd_compat_set_limits(disk->queue, l);
 	return disk;
+}
+
+static inline int rnbd_compat_update_limits(struct request_queue *q,
+					    const struct rnbd_clt_limits *l)
+{
+	rnbd_compat_set_limits(q, l);
+	return 0;
 }
 
 #endif

@@ -343,6 +343,55 @@ static ssize_t unmap_device_store(struct kobject *kobj,
 static struct kobj_attribute rnbd_clt_unmap_device_attr =
 	__ATTR(unmap_device, 0644, unmap_device_show, unmap_device_store);
 
+static ssize_t remap_device_show(struct kobject *kobj,
+				 struct kobj_attribute *attr, char *page)
+{
+	return sysfs_emit(page, "Usage: echo 1 > %s\n", attr->attr.name);
+}
+
+static ssize_t remap_device_store(struct kobject *kobj,
+				  struct kobj_attribute *attr,
+				  const char *buf, size_t count)
+{
+	int err;
+
+	if (!sysfs_streq(buf, "1")) {
+		pr_err("remap_device: '%.*s' is not 1\n",
+		       (int)strcspn(buf, "\n"), buf);
+		return -EINVAL;
+	}
+	err = rnbd_clt_remap(to_clt_dev(kobj));
+	return err ?: count;
+}
+
+static struct kobj_attribute rnbd_clt_remap_device_attr =
+	__ATTR(remap_device, 0644, remap_device_show, remap_device_store);
+
+static ssize_t resize_show(struct kobject *kobj, struct kobj_attribute *attr,
+			   char *page)
+{
+	return sysfs_emit(page, "Usage: echo <new size in sectors> > %s\n",
+			  attr->attr.name);
+}
+
+static ssize_t resize_store(struct kobject *kobj, struct kobj_attribute *attr,
+			    const char *buf, size_t count)
+{
+	u64 nsectors;
+	int err;
+
+	if (kstrtou64(buf, 0, &nsectors)) {
+		pr_err("resize: '%.*s' is not a number of sectors\n",
+		       (int)strcspn(buf, "\n"), buf);
+		return -EINVAL;
+	}
+	err = rnbd_clt_resize(to_clt_dev(kobj), nsectors);
+	return err ?: count;
+}
+
+static struct kobj_attribute rnbd_clt_resize_attr =
+	__ATTR(resize, 0644, resize_show, resize_store);
+
 static struct attribute *rnbd_clt_dev_attrs[] = {
 	&rnbd_clt_state_attr.attr,
 	&rnbd_clt_session_attr.attr,
@@ -350,6 +399,8 @@ static struct attribute *rnbd_clt_dev_attrs[] = {
 	&rnbd_clt_access_mode_attr.attr,
 	&rnbd_clt_nr_poll_queues_attr.attr,
 	&rnbd_clt_unmap_device_attr.attr,
+	&rnbd_clt_remap_device_attr.attr,
+	&rnbd_clt_resize_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(rnbd_clt_dev);

@@ -5,7 +5,8 @@
  * Devices mapped with the same session name share one RTRS session and one
  * tag set.  A session starts with SESS_INFO; a device is opened with OPEN
  * and closed with CLOSE.  Both SESS_INFO and OPEN are READ requests whose
- * data is the server's answer.
+ * data is the server's answer.  A remap OPENs a mapped device again, under
+ * its disk, and takes the server's new id, size and limits.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -13,6 +14,7 @@
 #include <linux/blkdev.h>
 #include <linux/idr.h>
 #include <linux/module.h>
+#include <linux/sched/mm.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 
@@ -54,6 +56,8 @@ const char *rnbd_clt_dev_state_str(enum rnbd_clt_dev_state state)
 		return "init";
 	case RNBD_CLT_DEV_MAPPED:
 		return "open";
+	case RNBD_CLT_DEV_CLOSED:
+		return "closed";
 	case RNBD_CLT_DEV_UNMAPPING:
 		return "unmapped";
 	}
@@ -144,10 +148,16 @@ static int rnbd_clt_send_open(struct rnbd_clt_dev *dev,
 				sizeof(*rsp));
 	if (!err && le16_to_cpu(rsp->hdr.type) != RNBD_MSG_OPEN_RSP)
 		err = -EBADMSG;
-	if (err)
-		pr_err("%s: cannot open %s on the server: %d\n",
-		       dev->sess->sessname, dev->pathname, err);
 	return err;
+}
+
+/* What the IO path needs of the server's answer to an OPEN. */
+static void rnbd_clt_take_open_rsp(struct rnbd_clt_dev *dev,
+				   const struct rnbd_msg_open_rsp *rsp)
+{
+	dev->device_id = le32_to_cpu(rsp->device_id);
+	dev->nsectors = le64_to_cpu(rsp->nsectors);
+	dev->new_flags = rsp->max_write_zeroes_sectors != 0;
 }
 
 static void rnbd_clt_send_close(struct rnbd_clt_dev *dev)
@@ -359,7 +369,7 @@ static int rnbd_clt_add_disk(struct rnbd_clt_dev *dev,
 	gd->fops = &rnbd_clt_fops;
 	gd->private_data = dev;
 	snprintf(gd->disk_name, sizeof(gd->disk_name), "rnbd%d", dev->index);
-	set_capacity(gd, le64_to_cpu(rsp->nsectors));
+	set_capacity(gd, dev->nsectors);
 	set_disk_ro(gd, dev->access_mode == RNBD_ACCESS_RO);
 	dev->gd = gd;
 	/* Open for IO before add_disk(), which reads the partition table. */
@@ -556,17 +566,18 @@ static int rnbd_clt_setup_dev(struct rnbd_clt_dev *dev)
 	if (!rsp)
 		return -ENOMEM;
 	err = rnbd_clt_send_open(dev, rsp);
-	if (err)
+	if (err) {
+		pr_err("%s: cannot open %s on the server: %d\n",
+		       dev->sess->sessname, dev->pathname, err);
 		goto out_free_rsp;
-	dev->device_id = le32_to_cpu(rsp->device_id);
-	dev->new_flags = rsp->max_write_zeroes_sectors != 0;
+	}
+	rnbd_clt_take_open_rsp(dev, rsp);
 	err = rnbd_clt_add_disk(dev, rsp);
 	if (err)
 		goto out_close;
 	pr_info("%s: %s mapped as %s (%llu sectors, %s)\n",
 		dev->sess->sessname, dev->pathname, dev->gd->disk_name,
-		le64_to_cpu(rsp->nsectors),
-		rnbd_access_mode_str(dev->access_mode));
+		dev->nsectors, rnbd_access_mode_str(dev->access_mode));
 	kfree(rsp);
 	return 0;
 
@@ -577,10 +588,12 @@ out_free_rsp:
 	return err;
 }
 
-static void rnbd_clt_del_disk(struct rnbd_clt_dev *dev)
+/* @close: the device is open on the server (not "closed" by a remap). */
+static void rnbd_clt_del_disk(struct rnbd_clt_dev *dev, bool close)
 {
 	del_gendisk(dev->gd);
-	rnbd_clt_send_close(dev);
+	if (close)
+		rnbd_clt_send_close(dev);
 	put_disk(dev->gd);
 	dev->gd = NULL;
 }
@@ -633,7 +646,7 @@ int rnbd_clt_map(struct rnbd_clt_map_opts *opts)
 
 out_del_disk:
 	WRITE_ONCE(dev->state, RNBD_CLT_DEV_UNMAPPING);
-	rnbd_clt_del_disk(dev);
+	rnbd_clt_del_disk(dev, true);
 out_put_dev:
 	kobject_put(&dev->kobj);
 out_put_sess:
@@ -646,15 +659,19 @@ out_unlock:
 
 /*
  * Refuse a normal unmap while the disk is open; make the device refuse
- * new IO.  The disk's open_mutex keeps openers out while we look.
+ * new IO.  The disk's open_mutex keeps openers out while we look.  @close
+ * says whether the server has the device open, to be closed.
  */
-static int rnbd_clt_start_unmap(struct rnbd_clt_dev *dev, bool force)
+static int rnbd_clt_start_unmap(struct rnbd_clt_dev *dev, bool force,
+				bool *close)
 {
 	int err = 0;
 
 	mutex_lock(&dev->gd->open_mutex);
 	mutex_lock(&dev->lock);
-	if (dev->state != RNBD_CLT_DEV_MAPPED)
+	*close = dev->state == RNBD_CLT_DEV_MAPPED;
+	if (dev->state != RNBD_CLT_DEV_MAPPED &&
+	    dev->state != RNBD_CLT_DEV_CLOSED)
 		err = -EALREADY;
 	else if (disk_openers(dev->gd) && !force)
 		err = -EBUSY;
@@ -678,16 +695,17 @@ int rnbd_clt_unmap(struct rnbd_clt_dev *dev, bool force,
 		   const struct attribute *self)
 {
 	struct rnbd_clt_session *sess = dev->sess;
+	bool close;
 	int err;
 
-	err = rnbd_clt_start_unmap(dev, force);
+	err = rnbd_clt_start_unmap(dev, force, &close);
 	if (err)
 		return err;
 	sysfs_remove_file_self(&dev->kobj, self);
 	pr_info("%s: unmapping %s (%s)\n", sess->sessname, dev->gd->disk_name,
 		dev->pathname);
 	rnbd_clt_sysfs_del_dev(dev);
-	rnbd_clt_del_disk(dev);
+	rnbd_clt_del_disk(dev, close);
 
 	mutex_lock(&rnbd_clt_mutex);
 	list_del(&dev->entry);
@@ -696,6 +714,147 @@ int rnbd_clt_unmap(struct rnbd_clt_dev *dev, bool force,
 	mutex_unlock(&rnbd_clt_mutex);
 	module_put(THIS_MODULE);
 	return 0;
+}
+
+/* Remap and resize */
+
+/*
+ * OPEN the device again.  Linux's server answers an OPEN of a device the
+ * session has open with the id it has; ours refuses it with EEXIST, and
+ * the device is closed first then.  The old id is closed in no other case:
+ * once the server closed the device (force_close), the id may have gone
+ * to another device of the session.
+ */
+static int rnbd_clt_reopen(struct rnbd_clt_dev *dev,
+			   struct rnbd_msg_open_rsp *rsp)
+{
+	int err;
+
+	lockdep_assert_held(&dev->lock);
+	err = rnbd_clt_send_open(dev, rsp);
+	if (err != -EEXIST)
+		return err;
+	rnbd_clt_send_close(dev);
+	WRITE_ONCE(dev->state, RNBD_CLT_DEV_CLOSED);
+	return rnbd_clt_send_open(dev, rsp);
+}
+
+/*
+ * The new id, size and limits of the device; its queue is frozen.  The
+ * size undoes a resize: it is the server's again.
+ */
+static int rnbd_clt_take_reopen_rsp(struct rnbd_clt_dev *dev,
+				    const struct rnbd_msg_open_rsp *rsp)
+{
+	struct rnbd_clt_limits lim;
+	int err;
+
+	rnbd_clt_take_open_rsp(dev, rsp);
+	WRITE_ONCE(dev->state, RNBD_CLT_DEV_MAPPED);
+	set_capacity_and_notify(dev->gd, dev->nsectors);
+	rnbd_clt_limits(dev, rsp, &lim);
+	err = rnbd_compat_update_limits(dev->gd->queue, &lim);
+	if (err)
+		pr_err("%s: %s keeps its queue limits, the server's new ones are refused: %d\n",
+		       dev->sess->sessname, dev->gd->disk_name, err);
+	return err;
+}
+
+/*
+ * No IO is in flight or sent while the device changes its id; nothing
+ * allocated meanwhile may wait for IO to it.
+ */
+static int rnbd_clt_remap_frozen(struct rnbd_clt_dev *dev,
+				 struct rnbd_msg_open_rsp *rsp)
+{
+	struct request_queue *q = dev->gd->queue;
+	unsigned int noio;
+	int err;
+
+	blk_mq_freeze_queue(q);
+	noio = memalloc_noio_save();
+	err = rnbd_clt_reopen(dev, rsp);
+	if (err)
+		pr_err("%s: remap_device: cannot open %s on the server: %d%s\n",
+		       dev->sess->sessname, dev->pathname, err,
+		       dev->state == RNBD_CLT_DEV_CLOSED ?
+		       "; the device is closed" : "");
+	else
+		err = rnbd_clt_take_reopen_rsp(dev, rsp);
+	memalloc_noio_restore(noio);
+	blk_mq_unfreeze_queue(q);
+	return err;
+}
+
+/**
+ * rnbd_clt_remap() - open a mapped device on the server again
+ * @dev: the device, open or closed by an earlier remap
+ *
+ * The disk stays; its IO waits meanwhile.  The device takes the server's
+ * new id, size and queue limits.
+ *
+ * Context: process, under a sysfs file of @dev.
+ * Return: 0, -ENODEV when @dev is being unmapped, or the server's errno;
+ * the device is "closed" then if it was closed on the server for the
+ * remap.
+ */
+int rnbd_clt_remap(struct rnbd_clt_dev *dev)
+{
+	struct rnbd_msg_open_rsp *rsp;
+	int err;
+
+	rsp = kzalloc(sizeof(*rsp), GFP_KERNEL);
+	if (!rsp)
+		return -ENOMEM;
+	mutex_lock(&dev->lock);
+	if (dev->state != RNBD_CLT_DEV_MAPPED &&
+	    dev->state != RNBD_CLT_DEV_CLOSED) {
+		pr_err("%s: remap_device: %s is %s\n", dev->sess->sessname,
+		       dev->gd->disk_name, rnbd_clt_dev_state_str(dev->state));
+		err = -ENODEV;
+		goto out_unlock;
+	}
+	err = rnbd_clt_remap_frozen(dev, rsp);
+	if (!err)
+		pr_info("%s: %s remapped: %s is %u now (%llu sectors)\n",
+			dev->sess->sessname, dev->gd->disk_name, dev->pathname,
+			dev->device_id, dev->nsectors);
+out_unlock:
+	mutex_unlock(&dev->lock);
+	kfree(rsp);
+	return err;
+}
+
+/**
+ * rnbd_clt_resize() - change the capacity of a mapped device
+ * @dev: the device
+ * @nsectors: its new capacity: 1 to the server's size, in logical blocks
+ *
+ * Return: 0, -EINVAL for a size out of bounds, -ENOENT when @dev is not
+ * open.
+ */
+int rnbd_clt_resize(struct rnbd_clt_dev *dev, u64 nsectors)
+{
+	unsigned int lbs;
+	int err = 0;
+
+	mutex_lock(&dev->lock);
+	lbs = queue_logical_block_size(dev->gd->queue) >> SECTOR_SHIFT;
+	if (dev->state != RNBD_CLT_DEV_MAPPED) {
+		pr_err("%s: resize: %s is %s\n", dev->sess->sessname,
+		       dev->gd->disk_name, rnbd_clt_dev_state_str(dev->state));
+		err = -ENOENT;
+	} else if (!nsectors || nsectors > dev->nsectors ||
+		   !IS_ALIGNED(nsectors, lbs)) {
+		pr_err("%s: resize: %llu sectors for %s, not 1 to %llu in multiples of %u\n",
+		       dev->sess->sessname, nsectors, dev->gd->disk_name,
+		       dev->nsectors, lbs);
+		err = -EINVAL;
+	} else {
+		set_capacity_and_notify(dev->gd, nsectors);
+	}
+	mutex_unlock(&dev->lock);
+	return err;
 }
 
 static int __init rnbd_clt_init(void)

@@ -71,9 +71,14 @@ struct rnbd_clt_session {
 	struct list_head devs;
 };
 
+/*
+ * CLOSED: a remap closed the device on the server and could not open it
+ * again; IO fails until a remap succeeds.
+ */
 enum rnbd_clt_dev_state {
 	RNBD_CLT_DEV_MAPPING,
 	RNBD_CLT_DEV_MAPPED,
+	RNBD_CLT_DEV_CLOSED,
 	RNBD_CLT_DEV_UNMAPPING,
 };
 
@@ -86,13 +91,17 @@ enum rnbd_clt_dev_state {
  * @gd: the disk
  * @index: N of rnbdN
  * @device_id: the server's id of the device
+ * @nsectors: the device's size in sectors, as the server last said
  * @pathname: the device's path on the server
  * @access_mode: an enum rnbd_access_mode
  * @nr_poll_queues: what map_device asked for
- * @lock: protects @state
+ * @lock: serialises remap and resize; protects @state
  * @state: an enum rnbd_clt_dev_state
  * @new_flags: the server takes RNBD_F_PREFLUSH and RNBD_F_NOUNMAP (it
  *	       offers WRITE_ZEROES, which came in the same version)
+ *
+ * @device_id, @nsectors and @new_flags change under @lock with the queue
+ * frozen, so that the IO path reads them without a lock.
  */
 struct rnbd_clt_dev {
 	struct rnbd_clt_session *sess;
@@ -102,10 +111,11 @@ struct rnbd_clt_dev {
 	struct gendisk *gd;
 	int index;
 	u32 device_id;
+	u64 nsectors;
 	char pathname[NAME_MAX];
 	enum rnbd_access_mode access_mode;
 	u32 nr_poll_queues;
-	struct mutex lock;	/* protects state */
+	struct mutex lock;	/* protects state; serialises remap, resize */
 	enum rnbd_clt_dev_state state;
 	bool new_flags;
 };
@@ -115,6 +125,8 @@ int rnbd_clt_map(struct rnbd_clt_map_opts *opts);
 int rnbd_clt_unmap(struct rnbd_clt_dev *dev, bool force,
 		   const struct attribute *self);
 void rnbd_clt_free_dev(struct rnbd_clt_dev *dev);
+int rnbd_clt_remap(struct rnbd_clt_dev *dev);
+int rnbd_clt_resize(struct rnbd_clt_dev *dev, u64 nsectors);
 
 /* rnbd-clt-sysfs.c */
 int rnbd_clt_sysfs_init(void);
