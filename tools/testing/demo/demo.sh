@@ -96,14 +96,8 @@ demo_server() {
 		status=$(server_check $written) && status=ok
 		rnbd_sync_put checked "$status"
 	fi
-	rnbd_sync_wait client-done "$PEER_SECS" >/dev/null || rc=1
-	if unload rnbd-server rtrs-server rtrs-core; then
-		rnbd_sync_put server-down ok
-	else
-		rnbd_sync_put server-down "rmmod failed"
-		rc=1
-	fi
-	disk_down
+	server_finish || rc=1
+	rnbd_unload rtrs-core || rc=1
 	return $rc
 }
 
@@ -215,7 +209,7 @@ client_down() {
 	step "server: its disk holds the dd pattern and what the client read" \
 		server_saw_writes || rc=1
 	step "client: unload rnbd-client, rtrs-client, rtrs-core" \
-		unload rnbd-client rtrs-client rtrs-core || rc=1
+		rnbd_unload rnbd-client rtrs-client rtrs-core || rc=1
 	rnbd_sync_put client-done
 	step "server: unload rnbd-server, rtrs-server, rtrs-core" \
 		server_down || rc=1

@@ -43,17 +43,6 @@ disks_down() {
 	rm -f "$IMG.good" "$IMG.bad"
 }
 
-# unload MODULE...: rmmod those of them that are loaded, in that order.
-unload() {
-	local m rc=0
-
-	for m in "$@"; do
-		grep -q "^${m//-/_} " /proc/modules || continue
-		rmmod "$m" || rc=1
-	done
-	return $rc
-}
-
 bad_client_load() {
 	modprobe rtrs-bad-clt server="ip:$(rnbd_path_addr 0 server)" \
 		device="$BAD_DISK" && [ -r "$DBG/cases" ]
@@ -156,11 +145,11 @@ unmap() {
 }
 
 bad_client_unload() {
-	unload rtrs-bad-clt && wait_sessions "$SESSNAME"
+	rnbd_unload rtrs-bad-clt && wait_sessions "$SESSNAME"
 }
 
 unmap_unload() {
-	unmap && unload rnbd-client rtrs-client rnbd-server rtrs-server rtrs-core
+	unmap && rnbd_unload rnbd-client rtrs-client rnbd-server rtrs-server rtrs-core
 }
 
 ktap_case() {
@@ -211,6 +200,6 @@ ktap_check "server: only our client's and the shared session are left" \
 ktap_check "rtrs-bad-clt unloads, the server closes its session" \
 	bad_client_unload
 ktap_check "our client unmaps, every module unloads" unmap_unload
-unload rtrs-bad-clt rnbd-client rtrs-client rnbd-server rtrs-server rtrs-core
+rnbd_unload rtrs-bad-clt rnbd-client rtrs-client rnbd-server rtrs-server rtrs-core
 disks_down
 ktap_finish

@@ -209,6 +209,17 @@ rnbd_host() {
 # installed; rnbd_modules_unload removes whatever of them is loaded.
 export RNBD_MODULES="rtrs-core rtrs-client rtrs-server rnbd-client rnbd-server"
 
+# rnbd_unload MODULE...: rmmod those of them that are loaded, in that order.
+rnbd_unload() {
+	local m rc=0
+
+	for m in "$@"; do
+		grep -q "^${m//-/_} " /proc/modules || continue
+		rmmod "$m" || rc=1
+	done
+	return $rc
+}
+
 rnbd_modules_unload() {
 	modprobe -r rnbd-client rnbd-server rtrs-client rtrs-server rtrs-core
 }

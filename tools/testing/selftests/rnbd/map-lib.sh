@@ -78,17 +78,6 @@ upstream_load() {
 	done
 }
 
-# unload MODULE...: rmmod those of them that are loaded, in that order.
-unload() {
-	local m rc=0
-
-	for m in "$@"; do
-		grep -q "^${m//-/_} " /proc/modules || continue
-		rmmod "$m" || rc=1
-	done
-	return $rc
-}
-
 server_modules_load() {
 	if [ "$MAP_SERVER" = upstream ]; then
 		upstream_load rtrs-core rtrs-server rnbd-server
@@ -178,6 +167,23 @@ head_sum() {
 		md5sum | cut -d' ' -f1
 }
 
+# server_finish: once the client has unmapped and closed its session, the
+# server's modules unload and the disks go; the client hears how that went
+# (server_down).
+server_finish() {
+	local rc=0
+
+	rnbd_sync_wait client-done "$RNBD_VM_TIMEOUT" >/dev/null || rc=1
+	if rnbd_unload rnbd-server rtrs-server; then
+		rnbd_sync_put server-down ok
+	else
+		rnbd_sync_put server-down "rmmod failed"
+		rc=1
+	fi
+	disk_down
+	return $rc
+}
+
 test_server() {
 	local written status rc=0
 
@@ -195,15 +201,7 @@ test_server() {
 		rnbd_sync_put server-ready fail
 		rc=1
 	fi
-	# The client has unmapped and closed its session by then.
-	rnbd_sync_wait client-done "$RNBD_VM_TIMEOUT" >/dev/null || rc=1
-	if unload rnbd-server rtrs-server; then
-		rnbd_sync_put server-down ok
-	else
-		rnbd_sync_put server-down "rmmod failed"
-		rc=1
-	fi
-	disk_down
+	server_finish || rc=1
 	return $rc
 }
 
@@ -393,7 +391,7 @@ test_client() {
 	ktap_check "unmap_device normal refused while open" busy_unmap
 	ktap_check "unmap_device normal of both" unmap
 	ktap_check "server: its disks hold what the client wrote" server_saw_writes
-	ktap_check "client modules unload" unload rnbd-client rtrs-client
+	ktap_check "client modules unload" rnbd_unload rnbd-client rtrs-client
 	rnbd_sync_put client-done
 	ktap_check "server: server modules unload" server_down
 	rm -f "$PATTERN" "$PATTERN.written"
@@ -405,6 +403,6 @@ map_test() {
 	rnbd_run_roles
 	local rc=$?
 
-	unload rtrs-core
+	rnbd_unload rtrs-core
 	return $rc
 }

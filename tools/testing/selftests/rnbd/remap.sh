@@ -58,14 +58,7 @@ test_server() {
 		rnbd_sync_put server-ready fail
 		rc=1
 	fi
-	rnbd_sync_wait client-done "$RNBD_VM_TIMEOUT" >/dev/null || rc=1
-	if unload rnbd-server rtrs-server; then
-		rnbd_sync_put server-down ok
-	else
-		rnbd_sync_put server-down "rmmod failed"
-		rc=1
-	fi
-	disk_down
+	server_finish || rc=1
 	return $rc
 }
 
@@ -284,7 +277,7 @@ test_client() {
 		fio_verify write 64k 1M 16
 	ktap_check "unmap_device normal" unmap
 	ktap_check "the unmap removed the ctl/devices/ link" link_gone
-	ktap_check "client modules unload" unload rnbd-client rtrs-client
+	ktap_check "client modules unload" rnbd_unload rnbd-client rtrs-client
 	rnbd_sync_put client-done
 	ktap_check "server: server modules unload" server_down
 	rm -f "$PATTERN" "$PATTERN2"
