@@ -144,7 +144,11 @@ static int rnbd_clt_opt_nr_poll_queues(struct rnbd_clt_map_opts *opts,
 		       nr_cpu_ids);
 		return -EINVAL;
 	}
-	opts->nr_poll_queues = nr < 0 ? nr_cpu_ids : nr;
+	if (nr) {
+		pr_err("map_device: nr_poll_queues=%d: polled queues are not supported\n",
+		       nr);
+		return -EOPNOTSUPP;
+	}
 	return 0;
 }
 

@@ -422,7 +422,6 @@ static int rnbd_clt_open_rtrs(struct rnbd_clt_session *sess,
 		.path_cnt = opts->path_cnt,
 		.port = opts->port,
 		.max_reconnect_attempts = -1,
-		.nr_poll_queues = opts->nr_poll_queues,
 	};
 	struct rtrs_attrs attrs;
 

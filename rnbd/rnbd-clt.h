@@ -27,7 +27,7 @@
  * @path_cnt: number of path=
  * @port: the server's port
  * @access_mode: an enum rnbd_access_mode
- * @nr_poll_queues: polled queues asked for (we poll none)
+ * @nr_poll_queues: polled queues asked for: none, the only choice yet
  * @addrs: source and destination of each path
  * @paths: @path_cnt paths pointing into @addrs
  */

@@ -796,13 +796,6 @@ int rtrs_clt_request(int dir, const struct rtrs_clt_req_ops *ops,
 }
 EXPORT_SYMBOL_GPL(rtrs_clt_request);
 
-/* Our connections are polled by interrupts: nothing to poll here. */
-int rtrs_clt_rdma_cq_direct(struct rtrs_clt_sess *sess, unsigned int index)
-{
-	return 0;
-}
-EXPORT_SYMBOL_GPL(rtrs_clt_rdma_cq_direct);
-
 int rtrs_clt_query(struct rtrs_clt_sess *sess, struct rtrs_attrs *attr)
 {
 	mutex_lock(&sess->paths_mutex);

@@ -62,7 +62,6 @@ struct rtrs_clt_ops {
  * @pdu_sz: bytes of ULP private data in each permit
  * @reconnect_delay_sec: base delay between reconnect attempts
  * @max_reconnect_attempts: -1 for ever, else at most this many
- * @nr_poll_queues: connections per path polled by the ULP, not by IRQ
  */
 struct rtrs_clt_open_args {
 	const char *sessname;
@@ -72,7 +71,6 @@ struct rtrs_clt_open_args {
 	size_t pdu_sz;
 	u8 reconnect_delay_sec;
 	s16 max_reconnect_attempts;
-	u32 nr_poll_queues;
 };
 
 struct rtrs_clt_sess *rtrs_clt_open(const struct rtrs_clt_ops *ops,
@@ -112,7 +110,6 @@ int rtrs_clt_request(int dir, const struct rtrs_clt_req_ops *ops,
 		     struct rtrs_clt_sess *sess, struct rtrs_permit *permit,
 		     const struct kvec *vec, size_t nr, size_t len,
 		     struct scatterlist *sg, unsigned int sg_cnt);
-int rtrs_clt_rdma_cq_direct(struct rtrs_clt_sess *sess, unsigned int index);
 
 /**
  * struct rtrs_attrs - what a client session can carry

@@ -108,6 +108,8 @@ map_cases() {
 	bad_map "nr_poll_queues=-2" "$EINVAL" "sessname=bad $ok nr_poll_queues=-2"
 	bad_map "nr_poll_queues=many" "$EINVAL" \
 		"sessname=bad $ok nr_poll_queues=many"
+	bad_map "polled queues, not supported yet" "Operation not supported" \
+		"sessname=bad $ok nr_poll_queues=1"
 	bad_map "a sessname with a slash" "$EINVAL" "sessname=a/b $ok"
 	bad_map "an unreachable server" "" \
 		"sessname=bad path=ip:$NOBODY device_path=$NAME"
@@ -198,7 +200,7 @@ param_cases() {
 	done
 }
 
-ktap_header 41
+ktap_header 42
 setup_done() {
 	[ -n "$NAME" ] && grep -q '^rnbd_client ' /proc/modules && return 0
 	cat "$LOG.setup"
