@@ -5,8 +5,8 @@
 # flush, a FUA write, a discard and a write-zeroes of the client reach the
 # server's disk (its block trace, flush count and content show it); the
 # access-mode rules; force_close on the server, also racing the client's
-# unmap; rmmod of the client refused while a device is mapped; a hundred
-# maps and unmaps in a row.
+# unmap; a force unmap of an open device; rmmod of the client refused while
+# a device is mapped; a hundred maps and unmaps in a row.
 #
 # rnbd-vm: topology=one
 
@@ -233,6 +233,24 @@ force_close_race() {
 	done
 }
 
+# force_unmap_open: a force unmap of an open device, the last of its
+# session, succeeds; the disk goes, and closing it later is harmless.
+force_unmap_open() {
+	local dev rc=0
+
+	rnbd_map force "/dev/$NULLB" || return 1
+	dev=$(rnbd_dev_of force "/dev/$NULLB") || return 1
+	exec 4<"/dev/$dev"
+	rnbd_unmap "$dev" normal 2>/dev/null && { echo "normal unmap of an open device"; rc=1; }
+	rnbd_unmap "$dev" force || rc=1
+	rnbd_wait 30 test ! -e "/sys/block/$dev" ||
+		{ echo "$dev stays after a force unmap"; rc=1; }
+	exec 4<&-
+	[ ! -e /sys/class/rtrs-client/force ] ||
+		{ echo "the session stays"; rc=1; }
+	return $rc
+}
+
 rmmod_refused() {
 	rmmod rnbd-client 2>/dev/null && { echo "rnbd-client went"; return 1; }
 	[ -b "/dev/$LOOP_DEV" ]
@@ -268,7 +286,7 @@ setup_done() {
 	return 1
 }
 
-ktap_header 19
+ktap_header 20
 setup >"$DATA.setup" 2>&1
 ktap_check "map a null_blk and a loop device" setup_done
 ktap_check "a FUA write reaches the server's disk as FUA" fua_write
@@ -288,6 +306,7 @@ ktap_check "unmap the access-mode mappings" unmap_access
 ktap_check "force_close refuses what is not 1" force_close_bad
 ktap_check "force_close: the client's IO fails, it unmaps" force_close
 ktap_check "force_close racing the client's unmap, 10 times" force_close_race
+ktap_check "unmap of an open device: normal refused, force done" force_unmap_open
 ktap_check "rmmod rnbd-client refused while a device is mapped" rmmod_refused
 ktap_check "map and unmap $ROUNDS times" map_unmap_rounds
 ktap_check "nothing mapped on either side" no_device_left
