@@ -19,12 +19,14 @@ static struct rtrs_clt_sess *to_clt_sess(struct device *dev)
 static const char * const rtrs_clt_mp_names[] = {
 	[RTRS_CLT_MP_ROUND_ROBIN] = "round-robin",
 	[RTRS_CLT_MP_MIN_INFLIGHT] = "min-inflight",
+	[RTRS_CLT_MP_MIN_LATENCY] = "min-latency",
 };
 
 /* The short names upstream prints beside the number. */
 static const char * const rtrs_clt_mp_short[] = {
 	[RTRS_CLT_MP_ROUND_ROBIN] = "RR",
 	[RTRS_CLT_MP_MIN_INFLIGHT] = "MI",
+	[RTRS_CLT_MP_MIN_LATENCY] = "ML",
 };
 
 static ssize_t mpath_policy_show(struct device *dev,
@@ -57,7 +59,7 @@ static ssize_t mpath_policy_store(struct device *dev,
 	int policy = rtrs_clt_parse_mp_policy(buf);
 
 	if (policy < 0) {
-		pr_err("mpath_policy: '%.*s' is not round-robin (RR, 0) or min-inflight (MI, 1)\n",
+		pr_err("mpath_policy: '%.*s' is not round-robin (RR, 0), min-inflight (MI, 1) or min-latency (ML, 2)\n",
 		       (int)strcspn(buf, "\n"), buf);
 		return -EINVAL;
 	}
@@ -73,7 +75,65 @@ static ssize_t queue_depth_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(queue_depth);
 
+static ssize_t max_reconnect_attempts_show(struct device *dev,
+					   struct device_attribute *attr,
+					   char *page)
+{
+	return sysfs_emit(page, "%d\n",
+			  READ_ONCE(to_clt_sess(dev)->max_reconnect_attempts));
+}
+
+static ssize_t max_reconnect_attempts_store(struct device *dev,
+					    struct device_attribute *attr,
+					    const char *buf, size_t count)
+{
+	int val;
+
+	if (kstrtoint(buf, 10, &val) || val < RTRS_CLT_RECONNECT_FOREVER ||
+	    val > RTRS_CLT_MAX_RECONNECT_ATTEMPTS) {
+		pr_err("max_reconnect_attempts: '%.*s' is not -1 (for ever) to %d\n",
+		       (int)strcspn(buf, "\n"), buf,
+		       RTRS_CLT_MAX_RECONNECT_ATTEMPTS);
+		return -EINVAL;
+	}
+	WRITE_ONCE(to_clt_sess(dev)->max_reconnect_attempts, val);
+	return count;
+}
+static DEVICE_ATTR_RW(max_reconnect_attempts);
+
+static ssize_t add_path_show(struct device *dev,
+			     struct device_attribute *attr, char *page)
+{
+	return sysfs_emit(page,
+			  "Usage: echo [<source addr>@]<destination addr> > %s\n\n"
+			  "*addr ::= [ ip:<ipv4|ipv6> | gid:<gid> ]\n",
+			  attr->attr.name);
+}
+
+static ssize_t add_path_store(struct device *dev,
+			      struct device_attribute *attr,
+			      const char *buf, size_t count)
+{
+	struct rtrs_clt_sess *sess = to_clt_sess(dev);
+	struct sockaddr_storage src, dst;
+	struct rtrs_addr addr = { .src = &src, .dst = &dst };
+	size_t len = strcspn(buf, "\n");
+	int err;
+
+	err = rtrs_addr_to_sockaddr(buf, len, sess->port, &addr);
+	if (err) {
+		pr_err("add_path: '%.*s' is not [<src>@]<dst> with ip:<address> or gid:<gid>\n",
+		       (int)len, buf);
+		return -EINVAL;
+	}
+	err = rtrs_clt_add_path_sysfs(sess, &addr);
+	return err ?: count;
+}
+static DEVICE_ATTR_RW(add_path);
+
 static struct attribute *rtrs_clt_sess_attrs[] = {
+	&dev_attr_add_path.attr,
+	&dev_attr_max_reconnect_attempts.attr,
 	&dev_attr_mpath_policy.attr,
 	&dev_attr_queue_depth.attr,
 	NULL,
@@ -163,8 +223,83 @@ static ssize_t dst_addr_show(struct kobject *kobj, struct kobj_attribute *attr,
 
 static struct kobj_attribute rtrs_clt_dst_addr_attr = __ATTR_RO(dst_addr);
 
+static ssize_t cur_latency_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *page)
+{
+	struct rtrs_clt_path *path = to_clt_path_kobj(kobj);
+
+	return sysfs_emit(page, "%lld ns\n",
+			  ktime_to_ns(READ_ONCE(path->s.hb_cur_latency)));
+}
+
+static struct kobj_attribute rtrs_clt_cur_latency_attr = __ATTR_RO(cur_latency);
+
+/* The usage line of the files that take "1". */
+static ssize_t rtrs_clt_usage_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *page)
+{
+	return sysfs_emit(page, "Usage: echo 1 > %s\n", attr->attr.name);
+}
+
+static bool rtrs_clt_is_one(const struct rtrs_clt_path *path,
+			    const struct kobj_attribute *attr,
+			    const char *buf)
+{
+	if (sysfs_streq(buf, "1"))
+		return true;
+	pr_err("%s: %s: '%.*s' is not 1\n", path->name, attr->attr.name,
+	       (int)strcspn(buf, "\n"), buf);
+	return false;
+}
+
+static ssize_t disconnect_store(struct kobject *kobj,
+				struct kobj_attribute *attr,
+				const char *buf, size_t count)
+{
+	struct rtrs_clt_path *path = to_clt_path_kobj(kobj);
+
+	if (!rtrs_clt_is_one(path, attr, buf))
+		return -EINVAL;
+	return rtrs_clt_disconnect_path(path) ?: count;
+}
+
+static struct kobj_attribute rtrs_clt_disconnect_attr =
+	__ATTR(disconnect, 0644, rtrs_clt_usage_show, disconnect_store);
+
+static ssize_t reconnect_store(struct kobject *kobj,
+			       struct kobj_attribute *attr,
+			       const char *buf, size_t count)
+{
+	struct rtrs_clt_path *path = to_clt_path_kobj(kobj);
+
+	if (!rtrs_clt_is_one(path, attr, buf))
+		return -EINVAL;
+	return rtrs_clt_reconnect_path(path) ?: count;
+}
+
+static struct kobj_attribute rtrs_clt_reconnect_attr =
+	__ATTR(reconnect, 0644, rtrs_clt_usage_show, reconnect_store);
+
+static ssize_t remove_path_store(struct kobject *kobj,
+				 struct kobj_attribute *attr,
+				 const char *buf, size_t count)
+{
+	struct rtrs_clt_path *path = to_clt_path_kobj(kobj);
+
+	if (!rtrs_clt_is_one(path, attr, buf))
+		return -EINVAL;
+	return rtrs_clt_remove_path(path, &attr->attr) ?: count;
+}
+
+static struct kobj_attribute rtrs_clt_remove_path_attr =
+	__ATTR(remove_path, 0644, rtrs_clt_usage_show, remove_path_store);
+
 static struct attribute *rtrs_clt_path_attrs[] = {
 	&rtrs_clt_state_attr.attr,
+	&rtrs_clt_cur_latency_attr.attr,
+	&rtrs_clt_disconnect_attr.attr,
+	&rtrs_clt_reconnect_attr.attr,
+	&rtrs_clt_remove_path_attr.attr,
 	&rtrs_clt_hca_name_attr.attr,
 	&rtrs_clt_hca_port_attr.attr,
 	&rtrs_clt_src_addr_attr.attr,

@@ -9,15 +9,22 @@
  * chunk of its permit; the server answers with an immediate.
  *
  * A path that fails is closed by its close work: submitters are fenced off
- * with @io_ref, the queue pairs drained, and what was in flight fails.
+ * with @io_ref, the queue pairs drained, and what was in flight is sent
+ * again on another path of the session (fail-over); only when none is left
+ * does it fail.  Then the reconnect work connects the path again, after a
+ * delay with some jitter, so that the paths of many clients do not all
+ * knock at a restarted server at once.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/device.h>
 #include <linux/log2.h>
 #include <linux/module.h>
+#include <linux/random.h>
 #include <linux/rculist.h>
 #include <linux/slab.h>
+#include <net/ipv6.h>
+#include <rdma/ib.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
@@ -32,8 +39,15 @@
 #define RTRS_CLT_RECV_PER_IO		2
 /* Room for heartbeats and the drain's own work requests. */
 #define RTRS_CLT_WR_SLACK		8
-/* RDMA CM retries: 7 is "for ever" for RNR, the most for transport. */
-#define RTRS_CLT_CM_RETRIES		7
+/*
+ * Retries of the queue pairs, both sides (the server takes ours): RNR for
+ * ever (7), transport 6 times, so that a peer gone silent fails the IO in
+ * flight (rxe, unlike the spec, takes 7 as "for ever" there too).
+ */
+#define RTRS_CLT_RNR_RETRIES		7
+#define RTRS_CLT_RETRIES		6
+/* Reconnect delay when the ULP gives none. */
+#define RTRS_CLT_RECONNECT_DELAY_SEC	5
 
 /* Parent of the per-session directories, /sys/class/rtrs-client/<sess>. */
 static struct class rtrs_clt_class = {
@@ -65,6 +79,8 @@ const char *rtrs_clt_state_str(enum rtrs_clt_state state)
 		return "closing";
 	case RTRS_CLT_CLOSED:
 		return "closed";
+	case RTRS_CLT_DEAD:
+		return "dead";
 	}
 	return "unknown";
 }
@@ -707,6 +723,8 @@ static int rtrs_clt_post_req(struct rtrs_clt_path *path, int dir,
 	req->sg = sg;
 	req->sg_cnt = sg_cnt;
 	req->dir = dir;
+	req->usr_len = usr_len;
+	req->data_len = len;
 	req->conf = ops->conf_fn;
 	req->priv = ops->priv;
 	req->need_inv = false;
@@ -722,22 +740,33 @@ static int rtrs_clt_post_req(struct rtrs_clt_path *path, int dir,
 	return err;
 }
 
-/* A live path with the fewest requests in flight; its io_ref is taken. */
-static struct rtrs_clt_path *rtrs_clt_min_inflight(struct rtrs_clt_sess *sess)
+/* What the min-* policies minimise. */
+static s64 rtrs_clt_path_load(struct rtrs_clt_path *path, int policy)
+{
+	if (policy == RTRS_CLT_MP_MIN_LATENCY)
+		return ktime_to_ns(READ_ONCE(path->s.hb_cur_latency));
+	return atomic_read(&path->inflight);
+}
+
+/* The live path of least load by @policy; its io_ref is taken. */
+static struct rtrs_clt_path *rtrs_clt_least_loaded(struct rtrs_clt_sess *sess,
+						   int policy)
 {
 	struct rtrs_clt_path *path, *best = NULL;
+	s64 load, best_load = S64_MAX;
 
 	list_for_each_entry_rcu(path, &sess->paths, entry) {
 		if (!percpu_ref_tryget_live(&path->io_ref))
 			continue;
-		if (best && atomic_read(&path->inflight) >=
-			    atomic_read(&best->inflight)) {
+		load = rtrs_clt_path_load(path, policy);
+		if (best && load >= best_load) {
 			percpu_ref_put(&path->io_ref);
 			continue;
 		}
 		if (best)
 			percpu_ref_put(&best->io_ref);
 		best = path;
+		best_load = load;
 	}
 	return best;
 }
@@ -755,7 +784,22 @@ static struct rtrs_clt_path *rtrs_clt_round_robin(struct rtrs_clt_sess *sess)
 		if (i++ == turn % n && percpu_ref_tryget_live(&path->io_ref))
 			return path;
 	}
-	return rtrs_clt_min_inflight(sess);
+	return rtrs_clt_least_loaded(sess, RTRS_CLT_MP_MIN_INFLIGHT);
+}
+
+/* The path for the next request, its io_ref taken; NULL when none is up. */
+static struct rtrs_clt_path *rtrs_clt_pick_path(struct rtrs_clt_sess *sess)
+{
+	int policy = READ_ONCE(sess->mp_policy);
+	struct rtrs_clt_path *path;
+
+	rcu_read_lock();
+	if (policy == RTRS_CLT_MP_ROUND_ROBIN)
+		path = rtrs_clt_round_robin(sess);
+	else
+		path = rtrs_clt_least_loaded(sess, policy);
+	rcu_read_unlock();
+	return path;
 }
 
 /**
@@ -770,7 +814,11 @@ static struct rtrs_clt_path *rtrs_clt_round_robin(struct rtrs_clt_sess *sess)
  * @sg: the data
  * @sg_cnt: entries of @sg
  *
- * Return: 0 when sent, else a negative errno and @ops is not called.
+ * A request whose path fails before the server answered is sent again on
+ * another path; it fails with -ECONNABORTED when no path is left.
+ *
+ * Return: 0 when sent, else a negative errno and @ops is not called:
+ * -ECONNABORTED when no path of @sess is connected.
  */
 int rtrs_clt_request(int dir, const struct rtrs_clt_req_ops *ops,
 		     struct rtrs_clt_sess *sess, struct rtrs_permit *permit,
@@ -780,12 +828,7 @@ int rtrs_clt_request(int dir, const struct rtrs_clt_req_ops *ops,
 	struct rtrs_clt_path *path;
 	int err;
 
-	rcu_read_lock();
-	if (READ_ONCE(sess->mp_policy) == RTRS_CLT_MP_ROUND_ROBIN)
-		path = rtrs_clt_round_robin(sess);
-	else
-		path = rtrs_clt_min_inflight(sess);
-	rcu_read_unlock();
+	path = rtrs_clt_pick_path(sess);
 	if (!path)
 		return -ECONNABORTED;
 
@@ -877,20 +920,62 @@ static int rtrs_clt_alloc_reqs(struct rtrs_clt_path *path)
 	return 0;
 }
 
-/* After the queue pairs are gone: fail what the server never answered. */
-static void rtrs_clt_fail_reqs(struct rtrs_clt_path *path)
+/*
+ * Send @req, taken off its failed path, on another path of the session,
+ * else fail it.  The server can no longer write to what it registered.
+ */
+static void rtrs_clt_failover_req(struct rtrs_clt_req *req)
 {
+	struct rtrs_clt_req_ops ops = {
+		.priv = req->priv,
+		.conf_fn = req->conf,
+	};
+	struct kvec vec = {
+		.iov_base = req->iu->buf,
+		.iov_len = req->usr_len,
+	};
+	int err;
+
+	err = rtrs_clt_request(req->dir, &ops, req->path->sess, req->permit,
+			       &vec, 1, req->data_len, req->sg, req->sg_cnt);
+	if (err) {
+		rtrs_path_err_rl(&req->path->s, "%s: request %u failed: no path left (%d)\n",
+				 req->path->name, req->permit->mem_id, err);
+		req->conf(req->priv, err);
+	}
+}
+
+/* After the queue pairs are gone: what the server never answered. */
+static void rtrs_clt_failover_reqs(struct rtrs_clt_path *path)
+{
+	struct rtrs_clt_req *req;
+	unsigned int n = 0;
 	u32 i;
 
-	for (i = 0; path->reqs && i < path->queue_depth; i++)
-		rtrs_clt_req_complete(&path->reqs[i], -ECONNABORTED);
+	for (i = 0; path->reqs && i < path->queue_depth; i++) {
+		req = &path->reqs[i];
+		if (!atomic_xchg(&req->in_use, 0))
+			continue;
+		rtrs_clt_req_unmap(req);
+		atomic_dec(&path->inflight);
+		rtrs_clt_failover_req(req);
+		n++;
+	}
+	if (n)
+		rtrs_path_info(&path->s, "%s: %u requests in flight failed over\n",
+			       path->name, n);
 }
 
 /* Connections */
 
 static void rtrs_clt_cm_finish(struct rtrs_clt_con *con, int err)
 {
-	if (!completion_done(&con->cm_done)) {
+	/*
+	 * Not completion_done(): it turns false again once the waiter took
+	 * the completion, and later errors would go unheard.
+	 */
+	if (!con->cm_finished) {
+		con->cm_finished = true;
 		con->cm_err = err;
 		complete(&con->cm_done);
 		return;
@@ -954,13 +1039,14 @@ static int rtrs_clt_connect(struct rtrs_clt_con *con)
 		.version = cpu_to_le16(RTRS_PROTO_VER),
 		.cid = cpu_to_le16(con->c.cid),
 		.cid_num = cpu_to_le16(path->s.con_num),
+		.recon_cnt = cpu_to_le16(path->recon_cnt),
 		.flags = RTRS_CON_REQ_FIRST_CONN,
 	};
 	struct rdma_conn_param param = {
 		.private_data = &req,
 		.private_data_len = sizeof(req),
-		.retry_count = RTRS_CLT_CM_RETRIES,
-		.rnr_retry_count = RTRS_CLT_CM_RETRIES,
+		.retry_count = RTRS_CLT_RETRIES,
+		.rnr_retry_count = RTRS_CLT_RNR_RETRIES,
 	};
 
 	/*
@@ -1165,7 +1251,7 @@ static void rtrs_clt_path_teardown(struct rtrs_clt_path *path)
 	rtrs_clt_destroy_qps(path);
 	/* The server can no longer write to what the requests registered. */
 	rtrs_clt_dereg_mrs(path);
-	rtrs_clt_fail_reqs(path);
+	rtrs_clt_failover_reqs(path);
 	rtrs_clt_destroy_cons(path);
 	rtrs_clt_free_reqs(path);
 	kfree(path->rbufs);
@@ -1189,17 +1275,64 @@ static bool rtrs_clt_sess_connected(struct rtrs_clt_sess *sess)
 	return connected;
 }
 
+/* Tell the ULP when the session lost its last path, or got one back. */
+static void rtrs_clt_link_work(struct work_struct *work)
+{
+	struct rtrs_clt_sess *sess = container_of(work, struct rtrs_clt_sess,
+						  link_work);
+	bool up = rtrs_clt_sess_connected(sess);
+
+	/* Pairs with the release in rtrs_clt_open(). */
+	if (!smp_load_acquire(&sess->opened) || READ_ONCE(sess->closing) ||
+	    up == sess->link_up)
+		return;
+	sess->link_up = up;
+	if (up)
+		rtrs_clt_info(sess, "a path is connected again\n");
+	else
+		rtrs_clt_err(sess, "no path is connected\n");
+	if (sess->ops.link_ev)
+		sess->ops.link_ev(sess->ops.priv,
+				  up ? RTRS_CLT_LINK_EV_RECONNECTED :
+				       RTRS_CLT_LINK_EV_DISCONNECTED);
+}
+
+/* Queue the next reconnect of a CLOSED path, unless it is to stay down. */
+static void rtrs_clt_schedule_reconnect(struct rtrs_clt_path *path)
+{
+	struct rtrs_clt_sess *sess = path->sess;
+	int max = READ_ONCE(sess->max_reconnect_attempts);
+	unsigned int delay;
+
+	lockdep_assert_held(&path->setup_mutex);
+	if (path->stay_down || READ_ONCE(sess->closing))
+		return;
+	if (max != RTRS_CLT_RECONNECT_FOREVER &&
+	    path->reconnect_attempts >= max) {
+		rtrs_path_err(&path->s, "%s: %d reconnect attempts failed, the path stays down\n",
+			      path->name, path->reconnect_attempts);
+		return;
+	}
+	/* Jitter: the paths of many clients do not come back all at once. */
+	delay = sess->reconnect_delay_ms +
+		get_random_u32_below(sess->reconnect_delay_ms / 2 + 1);
+	rtrs_path_info(&path->s, "%s: reconnecting in %u ms\n", path->name,
+		       delay);
+	queue_delayed_work(rtrs_clt_wq, &path->reconnect_dwork,
+			   msecs_to_jiffies(delay));
+}
+
 static void rtrs_clt_close_work(struct work_struct *work)
 {
 	struct rtrs_clt_path *path = container_of(work, struct rtrs_clt_path,
 						  close_work);
-	struct rtrs_clt_sess *sess = path->sess;
 
+	mutex_lock(&path->setup_mutex);
 	rtrs_path_info(&path->s, "%s: closing the path\n", path->name);
 	rtrs_clt_path_teardown(path);
-	if (!READ_ONCE(sess->closing) && !rtrs_clt_sess_connected(sess) &&
-	    sess->ops.link_ev)
-		sess->ops.link_ev(sess->ops.priv, RTRS_CLT_LINK_EV_DISCONNECTED);
+	rtrs_clt_schedule_reconnect(path);
+	mutex_unlock(&path->setup_mutex);
+	queue_work(rtrs_clt_wq, &path->sess->link_work);
 }
 
 /* INFO_REQ and INFO_RSP: the server's chunks */
@@ -1340,24 +1473,37 @@ static void rtrs_clt_make_name(struct rtrs_clt_path *path)
 	snprintf(path->name, sizeof(path->name), "%s@%s", src, dst);
 }
 
-/* The session's permits come with its first path; the others agree. */
+/*
+ * The session's permits come with its first path; the others agree.  Its
+ * limits are the lowest of the paths it opened with: a path that comes
+ * later must carry what the ULP was told.
+ */
 static int rtrs_clt_join_sess(struct rtrs_clt_path *path)
 {
 	struct rtrs_clt_sess *sess = path->sess;
+	/* A buffer not page aligned takes one page more. */
+	u32 segs = min(path->max_pages_per_mr, path->max_send_sge) - 1;
+	u32 io_size = min(path->max_io_size, segs * SZ_4K);
 	int err = 0;
 
 	mutex_lock(&sess->paths_mutex);
-	if (!sess->permits)
+	if (!sess->permits) {
 		err = rtrs_clt_alloc_permits(sess, path->queue_depth);
-	else if (sess->queue_depth != path->queue_depth)
+	} else if (sess->queue_depth != path->queue_depth) {
+		rtrs_path_err(&path->s, "%s: queue depth %u, the session's is %u\n",
+			      path->name, path->queue_depth,
+			      sess->queue_depth);
 		err = -EINVAL;
+	} else if (READ_ONCE(sess->opened) && (io_size < sess->max_io_size ||
+				    segs < sess->max_segments)) {
+		rtrs_path_err(&path->s, "%s: IO of %u bytes in %u segments, the session's are %u in %u\n",
+			      path->name, io_size, segs, sess->max_io_size,
+			      sess->max_segments);
+		err = -EINVAL;
+	}
 	if (!err) {
-		/* A buffer not page aligned takes one page more. */
-		sess->max_segments = min3(sess->max_segments,
-					  path->max_pages_per_mr - 1,
-					  path->max_send_sge - 1);
-		sess->max_io_size = min3(sess->max_io_size, path->max_io_size,
-					 sess->max_segments * SZ_4K);
+		sess->max_segments = min(sess->max_segments, segs);
+		sess->max_io_size = min(sess->max_io_size, io_size);
 	}
 	mutex_unlock(&sess->paths_mutex);
 	return err;
@@ -1376,7 +1522,9 @@ static int rtrs_clt_path_setup(struct rtrs_clt_path *path)
 	err = rtrs_clt_setup_err(path);
 	if (err)
 		return err;
-	rtrs_clt_make_name(path);
+	/* A reconnecting path keeps the name of its sysfs directory. */
+	if (!path->kobj.state_in_sysfs)
+		rtrs_clt_make_name(path);
 	err = rtrs_clt_alloc_reqs(path);
 	if (err)
 		return err;
@@ -1396,9 +1544,12 @@ static int rtrs_clt_path_open(struct rtrs_clt_path *path)
 	err = rtrs_clt_path_setup(path);
 	if (err)
 		goto out_teardown;
-	err = rtrs_clt_sysfs_add_path(path);
-	if (err)
-		goto out_teardown;
+	if (!path->kobj.state_in_sysfs) {
+		err = rtrs_clt_sysfs_add_path(path);
+		if (err)
+			goto out_teardown;
+	}
+	reinit_completion(&path->io_ref_done);
 	percpu_ref_resurrect(&path->io_ref);
 	if (!rtrs_clt_change_state(path, RTRS_CLT_CONNECTING,
 				   RTRS_CLT_CONNECTED)) {
@@ -1418,6 +1569,49 @@ out_teardown:
 	return err;
 }
 
+/* Connect a CLOSED path again, as a new incarnation for the server. */
+static int rtrs_clt_reconnect_once(struct rtrs_clt_path *path)
+{
+	unsigned long flags;
+
+	lockdep_assert_held(&path->setup_mutex);
+	spin_lock_irqsave(&path->state_lock, flags);
+	if (path->state != RTRS_CLT_CLOSED) {
+		spin_unlock_irqrestore(&path->state_lock, flags);
+		return -EALREADY;
+	}
+	WRITE_ONCE(path->state, RTRS_CLT_CONNECTING);
+	path->setup_err = 0;
+	spin_unlock_irqrestore(&path->state_lock, flags);
+	path->recon_cnt++;
+	reinit_completion(&path->info_done);
+	return rtrs_clt_path_open(path);
+}
+
+static void rtrs_clt_reconnect_work(struct work_struct *work)
+{
+	struct rtrs_clt_path *path = container_of(to_delayed_work(work),
+						  struct rtrs_clt_path,
+						  reconnect_dwork);
+	int err;
+
+	mutex_lock(&path->setup_mutex);
+	if (path->stay_down) {
+		mutex_unlock(&path->setup_mutex);
+		return;
+	}
+	err = rtrs_clt_reconnect_once(path);
+	if (!err) {
+		path->reconnect_attempts = 0;
+	} else if (err != -EALREADY) {
+		path->reconnect_attempts++;
+		rtrs_clt_schedule_reconnect(path);
+	}
+	mutex_unlock(&path->setup_mutex);
+	if (!err)
+		queue_work(rtrs_clt_wq, &path->sess->link_work);
+}
+
 static void rtrs_clt_io_ref_release(struct percpu_ref *ref)
 {
 	struct rtrs_clt_path *path = container_of(ref, struct rtrs_clt_path,
@@ -1429,6 +1623,7 @@ static void rtrs_clt_io_ref_release(struct percpu_ref *ref)
 /* Freed by the release of its kobject. */
 void rtrs_clt_free_path(struct rtrs_clt_path *path)
 {
+	mutex_destroy(&path->setup_mutex);
 	percpu_ref_exit(&path->io_ref);
 	kfree(path->s.con);
 	kfree(path);
@@ -1457,9 +1652,11 @@ static struct rtrs_clt_path *rtrs_clt_alloc_path(struct rtrs_clt_sess *sess,
 	uuid_gen(&path->s.uuid);
 	spin_lock_init(&path->state_lock);
 	path->state = RTRS_CLT_CONNECTING;
+	mutex_init(&path->setup_mutex);
 	init_completion(&path->io_ref_done);
 	init_completion(&path->info_done);
 	INIT_WORK(&path->close_work, rtrs_clt_close_work);
+	INIT_DELAYED_WORK(&path->reconnect_dwork, rtrs_clt_reconnect_work);
 	path->hb_cqe.done = rtrs_clt_hb_done;
 	rtrs_hb_init(&path->s, &path->hb_cqe, rtrs_clt_hb_err, rtrs_clt_wq);
 	rtrs_clt_make_name(path);
@@ -1482,6 +1679,7 @@ static void rtrs_clt_sess_release(struct device *dev)
 
 	rtrs_clt_free_permits(sess);
 	mutex_destroy(&sess->paths_mutex);
+	mutex_destroy(&sess->ctl_mutex);
 	kfree(sess);
 }
 
@@ -1499,9 +1697,14 @@ rtrs_clt_alloc_sess(const struct rtrs_clt_ops *ops,
 	sess->ops = *ops;
 	sess->port = args->port;
 	sess->pdu_sz = args->pdu_sz;
+	sess->reconnect_delay_ms = (args->reconnect_delay_sec ?:
+				    RTRS_CLT_RECONNECT_DELAY_SEC) * MSEC_PER_SEC;
+	sess->max_reconnect_attempts = args->max_reconnect_attempts;
 	sess->mp_policy = RTRS_CLT_MP_MIN_INFLIGHT;
 	sess->max_io_size = U32_MAX;
 	sess->max_segments = U32_MAX;
+	mutex_init(&sess->ctl_mutex);
+	INIT_WORK(&sess->link_work, rtrs_clt_link_work);
 	mutex_init(&sess->paths_mutex);
 	INIT_LIST_HEAD(&sess->paths);
 	init_waitqueue_head(&sess->permits_wait);
@@ -1531,21 +1734,63 @@ static int rtrs_clt_check_args(const struct rtrs_clt_open_args *args)
 		       args->path_cnt, RTRS_MAX_PATHS);
 		return -EINVAL;
 	}
+	if (args->max_reconnect_attempts < RTRS_CLT_RECONNECT_FOREVER ||
+	    args->max_reconnect_attempts > RTRS_CLT_MAX_RECONNECT_ATTEMPTS) {
+		pr_err("%s: max_reconnect_attempts %d, -1 to %d allowed\n",
+		       args->sessname, args->max_reconnect_attempts,
+		       RTRS_CLT_MAX_RECONNECT_ATTEMPTS);
+		return -EINVAL;
+	}
 	return 0;
 }
 
+static unsigned int rtrs_clt_nr_paths(struct rtrs_clt_sess *sess)
+{
+	struct rtrs_clt_path *path;
+	unsigned int n = 0;
+
+	lockdep_assert_held(&sess->ctl_mutex);
+	list_for_each_entry(path, &sess->paths, entry)
+		n++;
+	return n;
+}
+
+/* Take @path off the list readers pick from; its sysfs stays. */
+static void rtrs_clt_unlist_path(struct rtrs_clt_path *path)
+{
+	struct rtrs_clt_sess *sess = path->sess;
+
+	mutex_lock(&sess->paths_mutex);
+	list_del_rcu(&path->entry);
+	mutex_unlock(&sess->paths_mutex);
+	/* rtrs_clt_request() may still look at it. */
+	synchronize_rcu();
+	WRITE_ONCE(path->state, RTRS_CLT_DEAD);
+}
+
+/* A new path; on failure it is gone again. */
 static int rtrs_clt_add_path(struct rtrs_clt_sess *sess,
 			     const struct rtrs_addr *addr)
 {
 	struct rtrs_clt_path *path;
+	int err;
 
+	lockdep_assert_held(&sess->ctl_mutex);
 	path = rtrs_clt_alloc_path(sess, addr);
 	if (!path)
 		return -ENOMEM;
 	mutex_lock(&sess->paths_mutex);
 	list_add_tail_rcu(&path->entry, &sess->paths);
 	mutex_unlock(&sess->paths_mutex);
-	return rtrs_clt_path_open(path);
+
+	mutex_lock(&path->setup_mutex);
+	err = rtrs_clt_path_open(path);
+	mutex_unlock(&path->setup_mutex);
+	if (err) {
+		rtrs_clt_unlist_path(path);
+		rtrs_clt_sysfs_put_path(path);
+	}
+	return err;
 }
 
 /**
@@ -1575,11 +1820,19 @@ struct rtrs_clt_sess *rtrs_clt_open(const struct rtrs_clt_ops *ops,
 	err = rtrs_clt_sysfs_add_sess(sess);
 	if (err)
 		goto out_del_sess;
-	for (i = 0; i < args->path_cnt; i++) {
+	mutex_lock(&sess->ctl_mutex);
+	for (i = 0; i < args->path_cnt && !err; i++)
 		err = rtrs_clt_add_path(sess, &args->paths[i]);
-		if (err)
-			goto out_close;
+	if (!err) {
+		sess->link_up = true;
+		/* Pairs with the acquire in rtrs_clt_link_work(). */
+		smp_store_release(&sess->opened, true);
 	}
+	mutex_unlock(&sess->ctl_mutex);
+	if (err)
+		goto out_close;
+	/* A path may have gone while the others connected. */
+	queue_work(rtrs_clt_wq, &sess->link_work);
 	return sess;
 
 out_close:
@@ -1593,16 +1846,192 @@ out_put_sess:
 }
 EXPORT_SYMBOL_GPL(rtrs_clt_open);
 
-static void rtrs_clt_path_close(struct rtrs_clt_path *path)
+/* Take @path down and keep it down: no reconnect. */
+static void rtrs_clt_stop_path(struct rtrs_clt_path *path)
 {
+	mutex_lock(&path->setup_mutex);
+	path->stay_down = true;
+	mutex_unlock(&path->setup_mutex);
+	cancel_delayed_work_sync(&path->reconnect_dwork);
 	if (rtrs_clt_change_state(path, RTRS_CLT_CONNECTED, RTRS_CLT_CLOSING))
 		queue_work(rtrs_clt_wq, &path->close_work);
 	flush_work(&path->close_work);
 }
 
+/* Same address, whatever the ports: a bound source has one. */
+static bool rtrs_clt_same_addr(const struct sockaddr_storage *a,
+			       const struct sockaddr_storage *b)
+{
+	const struct sockaddr_in6 *a6 = (const void *)a, *b6 = (const void *)b;
+	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)b;
+	const struct sockaddr_ib *aib = (const void *)a;
+	const struct sockaddr_ib *bib = (const void *)b;
+
+	if (a->ss_family != b->ss_family)
+		return false;
+	switch (a->ss_family) {
+	case AF_INET:
+		return a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+	case AF_INET6:
+		return ipv6_addr_equal(&a6->sin6_addr, &b6->sin6_addr);
+	case AF_IB:
+		return !memcmp(&aib->sib_addr, &bib->sib_addr,
+			       sizeof(aib->sib_addr));
+	}
+	return false;
+}
+
+/* The session has a path to @addr's destination from its source. */
+static bool rtrs_clt_has_path(struct rtrs_clt_sess *sess,
+			      const struct rtrs_addr *addr)
+{
+	struct rtrs_clt_path *path;
+
+	lockdep_assert_held(&sess->ctl_mutex);
+	list_for_each_entry(path, &sess->paths, entry) {
+		if (rtrs_clt_same_addr(addr->dst, &path->s.dst_addr) &&
+		    (addr->src->ss_family == AF_UNSPEC ||
+		     rtrs_clt_same_addr(addr->src, &path->s.src_addr)))
+			return true;
+	}
+	return false;
+}
+
+/**
+ * rtrs_clt_add_path_sysfs() - add a path to an open session
+ * @sess: the session
+ * @addr: the path's addresses
+ *
+ * Context: process; sleeps until the path is up or failed.
+ * Return: 0, -EEXIST for a path the session has, -EINVAL when it has
+ * RTRS_MAX_PATHS, -ENODEV when it is closing, or why the path failed.
+ */
+int rtrs_clt_add_path_sysfs(struct rtrs_clt_sess *sess,
+			    const struct rtrs_addr *addr)
+{
+	int err = 0;
+
+	mutex_lock(&sess->ctl_mutex);
+	if (sess->closing) {
+		err = -ENODEV;
+	} else if (rtrs_clt_has_path(sess, addr)) {
+		rtrs_clt_err(sess, "add_path: the session has that path\n");
+		err = -EEXIST;
+	} else if (rtrs_clt_nr_paths(sess) >= RTRS_MAX_PATHS) {
+		rtrs_clt_err(sess, "add_path: %d paths is the most\n",
+			     RTRS_MAX_PATHS);
+		err = -EINVAL;
+	}
+	if (!err)
+		err = rtrs_clt_add_path(sess, addr);
+	mutex_unlock(&sess->ctl_mutex);
+	if (!err)
+		queue_work(rtrs_clt_wq, &sess->link_work);
+	return err;
+}
+
+/**
+ * rtrs_clt_disconnect_path() - close a path and keep it closed
+ * @path: the path
+ *
+ * Its IO in flight fails over to the other paths.
+ *
+ * Return: 0, or -ENODEV when the path is being removed.
+ */
+int rtrs_clt_disconnect_path(struct rtrs_clt_path *path)
+{
+	struct rtrs_clt_sess *sess = path->sess;
+	int err = 0;
+
+	mutex_lock(&sess->ctl_mutex);
+	if (sess->closing || rtrs_clt_path_state(path) == RTRS_CLT_DEAD)
+		err = -ENODEV;
+	else
+		rtrs_clt_stop_path(path);
+	mutex_unlock(&sess->ctl_mutex);
+	return err;
+}
+
+/**
+ * rtrs_clt_reconnect_path() - close a path if up, and connect it again
+ * @path: the path
+ *
+ * When the connect fails, the path reconnects in the background as after
+ * any failure.
+ *
+ * Return: 0 when the path is up, else why it is not.
+ */
+int rtrs_clt_reconnect_path(struct rtrs_clt_path *path)
+{
+	struct rtrs_clt_sess *sess = path->sess;
+	int err;
+
+	mutex_lock(&sess->ctl_mutex);
+	if (sess->closing || rtrs_clt_path_state(path) == RTRS_CLT_DEAD) {
+		mutex_unlock(&sess->ctl_mutex);
+		return -ENODEV;
+	}
+	rtrs_clt_stop_path(path);
+	mutex_lock(&path->setup_mutex);
+	path->stay_down = false;
+	path->reconnect_attempts = 0;
+	err = rtrs_clt_reconnect_once(path);
+	if (err) {
+		path->reconnect_attempts++;
+		rtrs_clt_schedule_reconnect(path);
+	}
+	mutex_unlock(&path->setup_mutex);
+	mutex_unlock(&sess->ctl_mutex);
+	queue_work(rtrs_clt_wq, &sess->link_work);
+	return err;
+}
+
+/**
+ * rtrs_clt_remove_path() - close a path and remove it from its session
+ * @path: the path, freed here
+ * @self: the sysfs file of @path this is written through
+ *
+ * Its IO in flight fails over to the other paths.  The last path of a
+ * session stays: the session goes with its ULP's last user.
+ *
+ * Return: 0, -EBUSY for the last path, -ENODEV when it is going already.
+ */
+int rtrs_clt_remove_path(struct rtrs_clt_path *path,
+			 const struct attribute *self)
+{
+	struct rtrs_clt_sess *sess = path->sess;
+	int err = 0;
+
+	mutex_lock(&sess->ctl_mutex);
+	if (sess->closing || rtrs_clt_path_state(path) == RTRS_CLT_DEAD) {
+		err = -ENODEV;
+	} else if (rtrs_clt_nr_paths(sess) == 1) {
+		rtrs_clt_err(sess, "remove_path: %s is the last path\n",
+			     path->name);
+		err = -EBUSY;
+	} else {
+		rtrs_path_info(&path->s, "%s: removing the path\n",
+			       path->name);
+		rtrs_clt_stop_path(path);
+		rtrs_clt_unlist_path(path);
+	}
+	mutex_unlock(&sess->ctl_mutex);
+	if (err)
+		return err;
+	/*
+	 * Out of ctl_mutex: removing the directory waits for its other
+	 * writers, who may wait for the mutex and then find it DEAD.
+	 */
+	sysfs_remove_file_self(&path->kobj, self);
+	rtrs_clt_sysfs_put_path(path);
+	return 0;
+}
+
 /**
  * rtrs_clt_close() - close every path of a session and free it
  * @sess: the session; its ULP has put all its permits
+ *
+ * The ULP hears no link event once this returned.
  *
  * Context: process; sleeps until the paths are down.
  */
@@ -1610,18 +2039,17 @@ void rtrs_clt_close(struct rtrs_clt_sess *sess)
 {
 	struct rtrs_clt_path *path, *tmp;
 
+	/* From here the sysfs controls leave the paths alone. */
+	mutex_lock(&sess->ctl_mutex);
 	WRITE_ONCE(sess->closing, true);
+	mutex_unlock(&sess->ctl_mutex);
 	list_for_each_entry(path, &sess->paths, entry)
-		rtrs_clt_path_close(path);
-
+		rtrs_clt_stop_path(path);
 	list_for_each_entry_safe(path, tmp, &sess->paths, entry) {
-		mutex_lock(&sess->paths_mutex);
-		list_del_rcu(&path->entry);
-		mutex_unlock(&sess->paths_mutex);
-		/* rtrs_clt_request() may still look at it. */
-		synchronize_rcu();
+		rtrs_clt_unlist_path(path);
 		rtrs_clt_sysfs_put_path(path);
 	}
+	cancel_work_sync(&sess->link_work);
 	rtrs_clt_sysfs_del_sess(sess);
 	device_del(&sess->dev);
 	put_device(&sess->dev);

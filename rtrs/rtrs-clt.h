@@ -21,21 +21,31 @@
 
 /*
  * Life of a path:  CONNECTING -> CONNECTED -> CLOSING -> CLOSED
+ *                      ^                                   |
+ *                      +------------- reconnect -----------+
  * A path that fails while CONNECTING goes to CLOSED through the error
- * unwinding of its setup; a CONNECTED one through its close work.
+ * unwinding of its setup; a CONNECTED one through its close work.  A
+ * CLOSED path is connected again by its reconnect work unless it was told
+ * to stay down.  DEAD: removed from its session, never connected again.
  */
 enum rtrs_clt_state {
 	RTRS_CLT_CONNECTING,
 	RTRS_CLT_CONNECTED,
 	RTRS_CLT_CLOSING,
 	RTRS_CLT_CLOSED,
+	RTRS_CLT_DEAD,
 };
 
-/* How rtrs_clt_request() picks a path. */
+/* How rtrs_clt_request() picks a path; the numbers are the sysfs ABI. */
 enum rtrs_clt_mp_policy {
 	RTRS_CLT_MP_ROUND_ROBIN,
 	RTRS_CLT_MP_MIN_INFLIGHT,
+	RTRS_CLT_MP_MIN_LATENCY,
 };
+
+/* max_reconnect_attempts: -1 is for ever. */
+#define RTRS_CLT_RECONNECT_FOREVER	(-1)
+#define RTRS_CLT_MAX_RECONNECT_ATTEMPTS	9999
 
 /**
  * struct rtrs_permit - the right to one IO in flight, and its chunk on the
@@ -62,7 +72,17 @@ struct rtrs_permit {
  * @ops: the ULP's callbacks
  * @port: the server's port
  * @pdu_sz: bytes of ULP data after each permit
+ * @ctl_mutex: serialises the changes of the session's set of paths: its
+ *	       opening, add_path, the paths' sysfs controls and its close
+ * @opened: rtrs_clt_open() is done: the ULP hears of link events, and a
+ *	    new path must carry the session's limits rather than lower them
  * @closing: set by rtrs_clt_close(): paths going down are no news then
+ * @link_up: what the ULP was last told: some path is connected
+ * @link_work: tells the ULP when the session lost its last path or got
+ *	       one back
+ * @reconnect_delay_ms: base delay before a closed path reconnects
+ * @max_reconnect_attempts: failed attempts in a row after which a path
+ *			    stays closed; RTRS_CLT_RECONNECT_FOREVER
  * @paths_mutex: serialises changes of @paths
  * @paths: the paths, RCU list; readers pick one for each IO
  * @paths_kobj: /sys/class/rtrs-client/<sessname>/paths
@@ -83,7 +103,13 @@ struct rtrs_clt_sess {
 	struct rtrs_clt_ops ops;
 	u16 port;
 	size_t pdu_sz;
+	struct mutex ctl_mutex;	/* serialises path add, remove, close */
+	bool opened;
 	bool closing;
+	bool link_up;
+	struct work_struct link_work;
+	unsigned int reconnect_delay_ms;
+	int max_reconnect_attempts;
 	struct mutex paths_mutex;	/* protects paths' changes */
 	struct list_head paths;
 	struct kobject *paths_kobj;
@@ -105,6 +131,8 @@ struct rtrs_clt_sess {
  * @rx_num: number of @rx_ius
  * @cm_done: completed by the CM handler when the connection is up or failed
  * @cm_err: 0 once established, else why it failed
+ * @cm_finished: @cm_done is completed: later CM errors fail the path.  The
+ *		 CM calls the handler of one connection one event at a time.
  * @established: the connection got to RTS: its queue pair can be drained
  */
 struct rtrs_clt_con {
@@ -113,6 +141,7 @@ struct rtrs_clt_con {
 	unsigned int rx_num;
 	struct completion cm_done;
 	int cm_err;
+	bool cm_finished;
 	bool established;
 };
 
@@ -139,6 +168,8 @@ struct rtrs_clt_rbuf {
  * @sg_cnt: entries of @sg
  * @dma_cnt: entries of @sg after DMA mapping, 0 when not mapped
  * @dir: READ or WRITE
+ * @usr_len: bytes of the user header at the start of @iu
+ * @data_len: bytes of data in @sg
  * @conf: the ULP's completion
  * @priv: passed to @conf
  * @errno: the server's answer, kept while @mr is invalidated
@@ -157,6 +188,8 @@ struct rtrs_clt_req {
 	unsigned int sg_cnt;
 	int dma_cnt;
 	int dir;
+	size_t usr_len;
+	size_t data_len;
 	void (*conf)(void *priv, int errno);
 	void *priv;
 	int errno;
@@ -175,9 +208,16 @@ struct rtrs_clt_req {
  * @name: "<src>@<dst>", the name of @kobj
  * @state_lock: protects @state
  * @state: an enum rtrs_clt_state
+ * @setup_mutex: serialises connecting the path and tearing it down: the
+ *		 close and reconnect works and the sysfs controls
+ * @stay_down: no reconnect: set by disconnect, remove_path and close
+ * @recon_cnt: incarnation of the path, in CON_REQ: the server tells a
+ *	       reconnect from a stale connection of the previous one by it
+ * @reconnect_attempts: failed reconnects since the path was last up
  * @io_ref: held by each rtrs_clt_request() while it posts on the path
  * @io_ref_done: completed when @io_ref is killed and drained
  * @close_work: takes a failed CONNECTED path down
+ * @reconnect_dwork: connects a CLOSED path again
  * @info_done: completed when the server's INFO_RSP is processed
  * @info_err: its result
  * @setup_err: set, under @state_lock, when a connection fails while the
@@ -204,9 +244,14 @@ struct rtrs_clt_path {
 	char name[NAME_MAX];
 	spinlock_t state_lock;		/* protects state */
 	enum rtrs_clt_state state;
+	struct mutex setup_mutex;	/* serialises connect and teardown */
+	bool stay_down;
+	u16 recon_cnt;
+	int reconnect_attempts;
 	struct percpu_ref io_ref;
 	struct completion io_ref_done;
 	struct work_struct close_work;
+	struct delayed_work reconnect_dwork;
 	struct completion info_done;
 	int info_err;
 	int setup_err;
@@ -238,6 +283,12 @@ static inline struct rtrs_clt_con *to_clt_con(struct rtrs_con *c)
 const char *rtrs_clt_state_str(enum rtrs_clt_state state);
 enum rtrs_clt_state rtrs_clt_path_state(struct rtrs_clt_path *path);
 void rtrs_clt_free_path(struct rtrs_clt_path *path);
+int rtrs_clt_add_path_sysfs(struct rtrs_clt_sess *sess,
+			    const struct rtrs_addr *addr);
+int rtrs_clt_disconnect_path(struct rtrs_clt_path *path);
+int rtrs_clt_reconnect_path(struct rtrs_clt_path *path);
+int rtrs_clt_remove_path(struct rtrs_clt_path *path,
+			 const struct attribute *self);
 
 /* rtrs-clt-sysfs.c */
 extern const struct attribute_group *rtrs_clt_sess_groups[];

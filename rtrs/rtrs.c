@@ -528,7 +528,9 @@ EXPORT_SYMBOL_GPL(rtrs_hb_heard);
 /* The peer answered our last heartbeat: that round trip is the latency. */
 void rtrs_hb_ack_received(struct rtrs_path *path)
 {
-	path->hb_cur_latency = ktime_sub(ktime_get(), path->hb_last_sent);
+	/* Read locklessly by the client's min-latency policy. */
+	WRITE_ONCE(path->hb_cur_latency,
+		   ktime_sub(ktime_get(), path->hb_last_sent));
 	rtrs_hb_heard(path);
 }
 EXPORT_SYMBOL_GPL(rtrs_hb_ack_received);
