@@ -1595,6 +1595,11 @@ static void rtrs_clt_reconnect_work(struct work_struct *work)
 						  reconnect_dwork);
 	int err;
 
+	/*
+	 * The ULP hears that the session lost its last path before a path
+	 * can be back: its server may have dropped the session meanwhile.
+	 */
+	flush_work(&path->sess->link_work);
 	mutex_lock(&path->setup_mutex);
 	if (path->stay_down) {
 		mutex_unlock(&path->setup_mutex);
