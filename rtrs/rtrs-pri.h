@@ -392,6 +392,8 @@ int rtrs_con_create_qp(struct rtrs_con *con, struct ib_pd *pd,
 		       int cq_vector, enum ib_poll_context poll_ctx);
 void rtrs_con_destroy_qp(struct rtrs_con *con);
 void rtrs_path_disconnect(struct rtrs_path *path);
+int rtrs_sysfs_write_one(const struct rtrs_path *path, const char *pathname,
+			 const char *file, const char *buf);
 
 void rtrs_hb_init(struct rtrs_path *path, struct ib_cqe *cqe,
 		  void (*err_handler)(struct rtrs_path *path),

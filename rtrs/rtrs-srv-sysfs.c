@@ -31,11 +31,9 @@ static ssize_t disconnect_store(struct kobject *kobj,
 {
 	struct rtrs_srv_path *path = kobj_to_path(kobj);
 
-	if (!sysfs_streq(buf, "1")) {
-		rtrs_path_err(&path->s, "disconnect: write 1, not '%.*s'\n",
-			      (int)strcspn(buf, "\n"), buf);
+	if (rtrs_sysfs_write_one(&path->s, kobject_name(kobj),
+				 attr->attr.name, buf))
 		return -EINVAL;
-	}
 	rtrs_path_info(&path->s, "disconnect requested through sysfs\n");
 	rtrs_srv_close_path(path);
 	return count;

@@ -123,6 +123,30 @@ int rtrs_sockaddr_to_str(const struct sockaddr *addr, char *buf, size_t len)
 }
 EXPORT_SYMBOL_GPL(rtrs_sockaddr_to_str);
 
+/**
+ * rtrs_sysfs_write_one() - check what was written to a file that takes "1"
+ * @path: the path the file belongs to
+ * @pathname: the path's name, as its sysfs directory has it
+ * @file: the file's name
+ * @buf: what was written
+ *
+ * The command files of both sides (a path's disconnect, its stats files,
+ * which reset on "1") take "1" and nothing else, a newline allowed.
+ *
+ * Return: 0 for "1"; else -EINVAL, after one error line naming the path,
+ * the file and what was written.
+ */
+int rtrs_sysfs_write_one(const struct rtrs_path *path, const char *pathname,
+			 const char *file, const char *buf)
+{
+	if (sysfs_streq(buf, "1"))
+		return 0;
+	pr_err("%s: %s: %s takes 1, not '%.*s'\n", path->sessname, pathname,
+	       file, (int)strcspn(buf, "\n"), buf);
+	return -EINVAL;
+}
+EXPORT_SYMBOL_GPL(rtrs_sysfs_write_one);
+
 /*
  * The RDMA devices in use by one side, each with its protection domain,
  * shared by all the paths on that device.
