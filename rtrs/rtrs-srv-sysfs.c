@@ -94,9 +94,10 @@ static struct attribute *rtrs_srv_path_attrs[] = {
 };
 
 /*
- * stats/rdma: "<reads> <read bytes> <writes> <written bytes>".  stats/ is a
- * named group of the path's kobject, not a kobject of its own: kobj is the
- * path's.
+ * stats/rdma: "<reads> <read bytes> <writes> <written bytes>", the bytes of
+ * the user headers and the data, as Linux's RTRS counts them; "1" resets
+ * it.  stats/ is a named group of the path's kobject, not a kobject of its
+ * own: kobj is the path's.
  */
 static ssize_t rdma_show(struct kobject *kobj, struct kobj_attribute *attr,
 			 char *buf)
@@ -110,7 +111,23 @@ static ssize_t rdma_show(struct kobject *kobj, struct kobj_attribute *attr,
 			  atomic64_read(&path->stats_write_bytes));
 }
 
-static struct kobj_attribute rdma_attr = __ATTR_RO(rdma);
+/* An IO counted meanwhile may be left half counted: these are statistics. */
+static ssize_t rdma_store(struct kobject *kobj, struct kobj_attribute *attr,
+			  const char *buf, size_t count)
+{
+	struct rtrs_srv_path *path = kobj_to_path(kobj);
+
+	if (rtrs_sysfs_write_one(&path->s, kobject_name(kobj), "stats/rdma",
+				 buf))
+		return -EINVAL;
+	atomic64_set(&path->stats_read_cnt, 0);
+	atomic64_set(&path->stats_read_bytes, 0);
+	atomic64_set(&path->stats_write_cnt, 0);
+	atomic64_set(&path->stats_write_bytes, 0);
+	return count;
+}
+
+static struct kobj_attribute rdma_attr = __ATTR_RW_MODE(rdma, 0644);
 
 static struct attribute *rtrs_srv_stats_attrs[] = {
 	&rdma_attr.attr,

@@ -893,10 +893,12 @@ static void rtrs_srv_process_io(struct rtrs_srv_op *op)
 	}
 	if (op->dir == READ) {
 		atomic64_inc(&path->stats_read_cnt);
-		atomic64_add(op->data_len, &path->stats_read_bytes);
+		atomic64_add(op->usr_len + op->data_len,
+			     &path->stats_read_bytes);
 	} else {
 		atomic64_inc(&path->stats_write_cnt);
-		atomic64_add(op->data_len, &path->stats_write_bytes);
+		atomic64_add(op->usr_len + op->data_len,
+			     &path->stats_write_bytes);
 	}
 	err = path->srv->ctx->ops->rdma_ev(path->srv->priv, op, chunk,
 					   op->data_len,

@@ -153,9 +153,9 @@ struct rtrs_srv_op {
  *	  refcount, its release frees the path
  * @kobj_added: @kobj is registered
  * @stats_read_cnt: READ requests served
- * @stats_read_bytes: their bytes
+ * @stats_read_bytes: their bytes of user header and data
  * @stats_write_cnt: WRITE requests served
- * @stats_write_bytes: their bytes
+ * @stats_write_bytes: their bytes of user header and data
  */
 struct rtrs_srv_path {
 	struct rtrs_path s;
