@@ -306,7 +306,17 @@ static struct attribute *rtrs_clt_path_attrs[] = {
 	&rtrs_clt_dst_addr_attr.attr,
 	NULL,
 };
-ATTRIBUTE_GROUPS(rtrs_clt_path);
+
+static const struct attribute_group rtrs_clt_path_group = {
+	.attrs = rtrs_clt_path_attrs,
+};
+
+/* The path's files, and its stats/ with them. */
+static const struct attribute_group *rtrs_clt_path_groups[] = {
+	&rtrs_clt_path_group,
+	&rtrs_clt_stats_group,
+	NULL,
+};
 
 static void rtrs_clt_path_release(struct kobject *kobj)
 {

@@ -334,6 +334,7 @@ static void rtrs_clt_io_rsp(struct rtrs_clt_path *path, u32 msg_id,
 				 path->name, msg_id);
 		return;
 	}
+	rtrs_clt_stats_completion(path->stats, req->permit->cpu);
 	if (w_inv)
 		req->need_inv = false;
 	if (req->need_inv) {
@@ -737,6 +738,8 @@ static int rtrs_clt_post_req(struct rtrs_clt_path *path, int dir,
 		atomic_set(&req->in_use, 0);
 		atomic_dec(&path->inflight);
 	}
+	if (!err)
+		rtrs_clt_stats_rdma(path->stats, dir, usr_len + len);
 	return err;
 }
 
@@ -1630,6 +1633,7 @@ void rtrs_clt_free_path(struct rtrs_clt_path *path)
 {
 	mutex_destroy(&path->setup_mutex);
 	percpu_ref_exit(&path->io_ref);
+	rtrs_clt_stats_free(path->stats);
 	kfree(path->s.con);
 	kfree(path);
 }
@@ -1650,6 +1654,9 @@ static struct rtrs_clt_path *rtrs_clt_alloc_path(struct rtrs_clt_sess *sess,
 	if (percpu_ref_init(&path->io_ref, rtrs_clt_io_ref_release,
 			    PERCPU_REF_INIT_DEAD, GFP_KERNEL))
 		goto out_free_con;
+	path->stats = rtrs_clt_stats_alloc();
+	if (!path->stats)
+		goto out_exit_ref;
 	path->sess = sess;
 	strscpy(path->s.sessname, sess->sessname, sizeof(path->s.sessname));
 	memcpy(&path->s.src_addr, addr->src, sizeof(path->s.src_addr));
@@ -1668,6 +1675,8 @@ static struct rtrs_clt_path *rtrs_clt_alloc_path(struct rtrs_clt_sess *sess,
 	rtrs_clt_sysfs_init_path(path);
 	return path;
 
+out_exit_ref:
+	percpu_ref_exit(&path->io_ref);
 out_free_con:
 	kfree(path->s.con);
 out_free_path:

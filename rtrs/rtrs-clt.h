@@ -14,6 +14,8 @@
 #include "rtrs-pri.h"
 #include "rtrs.h"
 
+struct rtrs_clt_stats;
+
 #define rtrs_clt_err(sess, fmt, ...)					\
 	pr_err("%s: " fmt, (sess)->sessname, ##__VA_ARGS__)
 #define rtrs_clt_info(sess, fmt, ...)					\
@@ -235,6 +237,7 @@ struct rtrs_clt_req {
  * @inflight: requests in flight, for the min-inflight policy
  * @hca_name: the RDMA device's name
  * @hca_port: its port
+ * @stats: its statistics, see rtrs-clt-stats.c
  */
 struct rtrs_clt_path {
 	struct rtrs_path s;
@@ -268,6 +271,7 @@ struct rtrs_clt_path {
 	atomic_t inflight;
 	char hca_name[IB_DEVICE_NAME_MAX];
 	u32 hca_port;
+	struct rtrs_clt_stats *stats;
 };
 
 static inline struct rtrs_clt_path *to_clt_path(struct rtrs_path *s)
@@ -297,5 +301,15 @@ void rtrs_clt_sysfs_del_sess(struct rtrs_clt_sess *sess);
 int rtrs_clt_sysfs_add_path(struct rtrs_clt_path *path);
 void rtrs_clt_sysfs_init_path(struct rtrs_clt_path *path);
 void rtrs_clt_sysfs_put_path(struct rtrs_clt_path *path);
+
+/* rtrs-clt-stats.c */
+extern const struct attribute_group rtrs_clt_stats_group;
+struct rtrs_clt_stats *rtrs_clt_stats_alloc(void);
+void rtrs_clt_stats_free(struct rtrs_clt_stats *stats);
+void rtrs_clt_stats_rdma(struct rtrs_clt_stats *stats, int dir, size_t bytes);
+void rtrs_clt_stats_completion(struct rtrs_clt_stats *stats,
+			       unsigned int submit_cpu);
+void rtrs_clt_stats_failover(struct rtrs_clt_stats *stats);
+void rtrs_clt_stats_reconnect(struct rtrs_clt_stats *stats, bool ok);
 
 #endif /* RTRS_CLT_H */

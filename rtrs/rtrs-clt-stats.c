@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * RTRS client statistics of a path, and their files in
+ * /sys/class/rtrs-client/<sessname>/paths/<src@dst>/stats/.
+ *
+ * The IO counters are per CPU, so that counting an IO touches no line
+ * another CPU writes.  A counter is written only by its own CPU, except a
+ * CPU's migrations away (migr_from), which the CPU a completion ran on
+ * counts: that one is atomic.  Reading sums over the possible CPUs; a reset
+ * racing with IO may leave an IO half counted, as upstream's does: these
+ * are statistics, not accounting.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kobject.h>
+#include <linux/percpu.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+
+#include "rtrs-clt.h"
+
+/**
+ * struct rtrs_clt_stats_pcpu - what one CPU counted for a path
+ * @cnt: requests posted, by direction (READ, WRITE)
+ * @bytes: their bytes of user header and data, by direction
+ * @failover: requests this path took over from a failed one
+ * @migr_to: responses handled on this CPU to requests submitted on another
+ * @migr_from: responses handled on another CPU to requests submitted on
+ *	       this one
+ */
+struct rtrs_clt_stats_pcpu {
+	u64 cnt[2];
+	u64 bytes[2];
+	u64 failover;
+	int migr_to;
+	atomic_t migr_from;
+};
+
+/**
+ * struct rtrs_clt_stats - the statistics of a path
+ * @pcpu: the IO counters
+ * @reconnects: reconnects of the path that succeeded
+ * @reconnect_fails: reconnect attempts that failed
+ */
+struct rtrs_clt_stats {
+	struct rtrs_clt_stats_pcpu __percpu *pcpu;
+	atomic_t reconnects;
+	atomic_t reconnect_fails;
+};
+
+/**
+ * rtrs_clt_stats_alloc() - zeroed statistics for a new path
+ *
+ * Return: them, or NULL when out of memory.
+ */
+struct rtrs_clt_stats *rtrs_clt_stats_alloc(void)
+{
+	struct rtrs_clt_stats *stats;
+
+	stats = kzalloc(sizeof(*stats), GFP_KERNEL);
+	if (!stats)
+		return NULL;
+	stats->pcpu = alloc_percpu(struct rtrs_clt_stats_pcpu);
+	if (!stats->pcpu) {
+		kfree(stats);
+		return NULL;
+	}
+	return stats;
+}
+
+/**
+ * rtrs_clt_stats_free() - free a path's statistics
+ * @stats: what rtrs_clt_stats_alloc() returned, or NULL
+ */
+void rtrs_clt_stats_free(struct rtrs_clt_stats *stats)
+{
+	if (!stats)
+		return;
+	free_percpu(stats->pcpu);
+	kfree(stats);
+}
+
+/**
+ * rtrs_clt_stats_rdma() - count a request posted on the path
+ * @stats: the path's statistics
+ * @dir: READ or WRITE
+ * @bytes: its user header and data, as upstream counts them
+ *
+ * Context: any.
+ */
+void rtrs_clt_stats_rdma(struct rtrs_clt_stats *stats, int dir, size_t bytes)
+{
+	unsigned int d = dir == WRITE;
+
+	this_cpu_inc(stats->pcpu->cnt[d]);
+	this_cpu_add(stats->pcpu->bytes[d], bytes);
+}
+
+/**
+ * rtrs_clt_stats_completion() - count the response to a request where it
+ *				 is handled
+ * @stats: the path's statistics
+ * @submit_cpu: the CPU the request was submitted on (its permit's)
+ *
+ * A response handled on another CPU than its request's is a migration:
+ * from @submit_cpu, to this one.
+ *
+ * Context: any.
+ */
+void rtrs_clt_stats_completion(struct rtrs_clt_stats *stats,
+			       unsigned int submit_cpu)
+{
+	unsigned int cpu = get_cpu();
+
+	if (cpu != submit_cpu) {
+		this_cpu_inc(stats->pcpu->migr_to);
+		atomic_inc(&per_cpu_ptr(stats->pcpu, submit_cpu)->migr_from);
+	}
+	put_cpu();
+}
+
+/**
+ * rtrs_clt_stats_failover() - count a request the path took over from a
+ *			       failed path
+ * @stats: the statistics of the path that took it
+ *
+ * Context: any.
+ */
+void rtrs_clt_stats_failover(struct rtrs_clt_stats *stats)
+{
+	this_cpu_inc(stats->pcpu->failover);
+}
+
+/**
+ * rtrs_clt_stats_reconnect() - count the end of a reconnect attempt
+ * @stats: the path's statistics
+ * @ok: the path is up again
+ *
+ * Only for reconnects: a path's first connection is not one.
+ *
+ * Context: any.
+ */
+void rtrs_clt_stats_reconnect(struct rtrs_clt_stats *stats, bool ok)
+{
+	atomic_inc(ok ? &stats->reconnects : &stats->reconnect_fails);
+}
+
+static void rtrs_clt_stats_reset_rdma(struct rtrs_clt_stats *stats)
+{
+	struct rtrs_clt_stats_pcpu *s;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		s = per_cpu_ptr(stats->pcpu, cpu);
+		memset(s->cnt, 0, sizeof(s->cnt));
+		memset(s->bytes, 0, sizeof(s->bytes));
+		s->failover = 0;
+	}
+}
+
+static void rtrs_clt_stats_reset_migr(struct rtrs_clt_stats *stats)
+{
+	struct rtrs_clt_stats_pcpu *s;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		s = per_cpu_ptr(stats->pcpu, cpu);
+		s->migr_to = 0;
+		atomic_set(&s->migr_from, 0);
+	}
+}
+
+static void rtrs_clt_stats_reset_reconnects(struct rtrs_clt_stats *stats)
+{
+	atomic_set(&stats->reconnects, 0);
+	atomic_set(&stats->reconnect_fails, 0);
+}
+
+/* Every counter; not the path's inflight, which is no count but a level. */
+static void rtrs_clt_stats_reset_all(struct rtrs_clt_stats *stats)
+{
+	rtrs_clt_stats_reset_rdma(stats);
+	rtrs_clt_stats_reset_migr(stats);
+	rtrs_clt_stats_reset_reconnects(stats);
+}
+
+/* stats/ is a named group of the path's kobject: kobj is the path's. */
+
+static struct rtrs_clt_path *rtrs_clt_stats_path(struct kobject *kobj)
+{
+	return container_of(kobj, struct rtrs_clt_path, kobj);
+}
+
+/* A stats file's write: "1" resets what @reset resets, nothing else. */
+static ssize_t rtrs_clt_stats_store(struct kobject *kobj,
+				    struct kobj_attribute *attr,
+				    const char *buf, size_t count,
+				    void (*reset)(struct rtrs_clt_stats *stats))
+{
+	struct rtrs_clt_path *path = rtrs_clt_stats_path(kobj);
+	char file[32];
+	int err;
+
+	snprintf(file, sizeof(file), "stats/%s", attr->attr.name);
+	err = rtrs_sysfs_write_one(&path->s, path->name, file, buf);
+	if (err)
+		return err;
+	reset(path->stats);
+	return count;
+}
+
+/*
+ * rdma: "<reads> <bytes read> <writes> <bytes written> <inflight>
+ * <failovers>", upstream's.
+ */
+static ssize_t rdma_show(struct kobject *kobj, struct kobj_attribute *attr,
+			 char *page)
+{
+	struct rtrs_clt_path *path = rtrs_clt_stats_path(kobj);
+	struct rtrs_clt_stats_pcpu *s, sum = {};
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		s = per_cpu_ptr(path->stats->pcpu, cpu);
+		sum.cnt[READ] += s->cnt[READ];
+		sum.bytes[READ] += s->bytes[READ];
+		sum.cnt[WRITE] += s->cnt[WRITE];
+		sum.bytes[WRITE] += s->bytes[WRITE];
+		sum.failover += s->failover;
+	}
+	return sysfs_emit(page, "%llu %llu %llu %llu %u %llu\n",
+			  sum.cnt[READ], sum.bytes[READ], sum.cnt[WRITE],
+			  sum.bytes[WRITE], atomic_read(&path->inflight),
+			  sum.failover);
+}
+
+static ssize_t rdma_store(struct kobject *kobj, struct kobj_attribute *attr,
+			  const char *buf, size_t count)
+{
+	return rtrs_clt_stats_store(kobj, attr, buf, count,
+				    rtrs_clt_stats_reset_rdma);
+}
+
+/* reconnects: "<successful> <failed>". */
+static ssize_t reconnects_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *page)
+{
+	struct rtrs_clt_stats *stats = rtrs_clt_stats_path(kobj)->stats;
+
+	return sysfs_emit(page, "%d %d\n", atomic_read(&stats->reconnects),
+			  atomic_read(&stats->reconnect_fails));
+}
+
+static ssize_t reconnects_store(struct kobject *kobj,
+				struct kobj_attribute *attr, const char *buf,
+				size_t count)
+{
+	return rtrs_clt_stats_store(kobj, attr, buf, count,
+				    rtrs_clt_stats_reset_reconnects);
+}
+
+/*
+ * cpu_migration_from and cpu_migration_to: a number per possible CPU,
+ * each followed by a space, then a newline, as upstream prints them.
+ */
+static ssize_t rtrs_clt_stats_show_migr(struct kobject *kobj, char *page,
+					bool from)
+{
+	struct rtrs_clt_stats *stats = rtrs_clt_stats_path(kobj)->stats;
+	struct rtrs_clt_stats_pcpu *s;
+	int cpu, len = 0;
+
+	for_each_possible_cpu(cpu) {
+		s = per_cpu_ptr(stats->pcpu, cpu);
+		len += sysfs_emit_at(page, len, "%d ",
+				     from ? atomic_read(&s->migr_from) :
+					    READ_ONCE(s->migr_to));
+	}
+	return len + sysfs_emit_at(page, len, "\n");
+}
+
+static ssize_t cpu_migration_from_show(struct kobject *kobj,
+				       struct kobj_attribute *attr, char *page)
+{
+	return rtrs_clt_stats_show_migr(kobj, page, true);
+}
+
+static ssize_t cpu_migration_to_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *page)
+{
+	return rtrs_clt_stats_show_migr(kobj, page, false);
+}
+
+/* Either file resets both, as upstream's. */
+static ssize_t cpu_migration_from_store(struct kobject *kobj,
+					struct kobj_attribute *attr,
+					const char *buf, size_t count)
+{
+	return rtrs_clt_stats_store(kobj, attr, buf, count,
+				    rtrs_clt_stats_reset_migr);
+}
+
+static ssize_t cpu_migration_to_store(struct kobject *kobj,
+				      struct kobj_attribute *attr,
+				      const char *buf, size_t count)
+{
+	return rtrs_clt_stats_store(kobj, attr, buf, count,
+				    rtrs_clt_stats_reset_migr);
+}
+
+static ssize_t reset_all_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *page)
+{
+	return sysfs_emit(page, "echo 1 to reset all statistics\n");
+}
+
+static ssize_t reset_all_store(struct kobject *kobj,
+			       struct kobj_attribute *attr, const char *buf,
+			       size_t count)
+{
+	return rtrs_clt_stats_store(kobj, attr, buf, count,
+				    rtrs_clt_stats_reset_all);
+}
+
+static struct kobj_attribute rtrs_clt_stats_rdma_attr =
+	__ATTR_RW_MODE(rdma, 0644);
+static struct kobj_attribute rtrs_clt_stats_reconnects_attr =
+	__ATTR_RW_MODE(reconnects, 0644);
+static struct kobj_attribute rtrs_clt_stats_migr_from_attr =
+	__ATTR_RW_MODE(cpu_migration_from, 0644);
+static struct kobj_attribute rtrs_clt_stats_migr_to_attr =
+	__ATTR_RW_MODE(cpu_migration_to, 0644);
+static struct kobj_attribute rtrs_clt_stats_reset_all_attr =
+	__ATTR_RW_MODE(reset_all, 0644);
+
+static struct attribute *rtrs_clt_stats_attrs[] = {
+	&rtrs_clt_stats_rdma_attr.attr,
+	&rtrs_clt_stats_reconnects_attr.attr,
+	&rtrs_clt_stats_migr_from_attr.attr,
+	&rtrs_clt_stats_migr_to_attr.attr,
+	&rtrs_clt_stats_reset_all_attr.attr,
+	NULL,
+};
+
+/* paths/<src@dst>/stats/, made and removed with the path's directory. */
+const struct attribute_group rtrs_clt_stats_group = {
+	.name = "stats",
+	.attrs = rtrs_clt_stats_attrs,
+};
