@@ -187,4 +187,14 @@ static inline int rnbd_compat_update_limits(struct request_queue *q,
 
 #endif
 
+/*
+ * A string field of a tracepoint: 6.10 dropped __assign_str()'s source,
+ * which __string() names already.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+#define rnbd_compat_assign_str(dst, src)	__assign_str(dst)
+#else
+#define rnbd_compat_assign_str(dst, src)	__assign_str(dst, src)
+#endif
+
 #endif /* RNBD_COMPAT_H */

@@ -29,6 +29,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "rtrs-clt.h"
+#include "rtrs-clt-trace.h"
 
 #define RTRS_CLT_CONNECT_TIMEOUT_MS	20000
 /* Pages of a READ's memory registration, and sg entries of a WRITE. */
@@ -148,6 +149,7 @@ static bool rtrs_clt_wc_ok(struct rtrs_clt_path *path, struct ib_wc *wc,
 	if (wc->status != IB_WC_WR_FLUSH_ERR) {
 		rtrs_path_err_rl(&path->s, "%s: %s failed: %s\n", path->name,
 				 what, ib_wc_status_msg(wc->status));
+		trace_rtrs_clt_path_error(path, what, wc->status);
 		rtrs_clt_path_fail(path);
 	}
 	return false;
@@ -1332,6 +1334,8 @@ static void rtrs_clt_close_work(struct work_struct *work)
 
 	mutex_lock(&path->setup_mutex);
 	rtrs_path_info(&path->s, "%s: closing the path\n", path->name);
+	trace_rtrs_clt_path_closed(path,
+				   path->stay_down ? "closed" : "failed");
 	rtrs_clt_path_teardown(path);
 	rtrs_clt_schedule_reconnect(path);
 	mutex_unlock(&path->setup_mutex);
@@ -1563,11 +1567,13 @@ static int rtrs_clt_path_open(struct rtrs_clt_path *path)
 	rtrs_path_info(&path->s, "%s: connected (%s:%u, queue depth %u)\n",
 		       path->name, path->hca_name, path->hca_port,
 		       path->queue_depth);
+	trace_rtrs_clt_path_connected(path);
 	return 0;
 
 out_teardown:
 	rtrs_path_err(&path->s, "cannot connect path %s: %d\n", path->name,
 		      err);
+	trace_rtrs_clt_path_connect_failed(path, err);
 	rtrs_clt_path_teardown(path);
 	return err;
 }

@@ -9,6 +9,7 @@
 #include <linux/sysfs.h>
 
 #include "rtrs-srv.h"
+#include "rtrs-srv-trace.h"
 
 struct class rtrs_srv_class = {
 	.name = "rtrs-server",
@@ -183,6 +184,7 @@ int rtrs_srv_sess_sysfs_add(struct rtrs_srv_sess *srv)
 		goto out;
 	}
 	srv->dev_added = true;
+	trace_rtrs_srv_sess_created(srv);
 out:
 	mutex_unlock(&srv->ctx->mutex);
 	return err;
@@ -192,6 +194,7 @@ void rtrs_srv_sess_sysfs_del(struct rtrs_srv_sess *srv)
 {
 	if (!srv->dev_added)
 		return;
+	trace_rtrs_srv_sess_destroyed(srv);
 	kobject_del(srv->paths_kobj);
 	kobject_put(srv->paths_kobj);
 	device_del(&srv->dev);

@@ -24,6 +24,7 @@
 #include <rdma/ib_cm.h>
 
 #include "rtrs-srv.h"
+#include "rtrs-srv-trace.h"
 
 /* Session chunks: sess_queue_depth of max_chunk_size bytes each. */
 #define RTRS_SRV_DEF_QUEUE_DEPTH	512
@@ -558,12 +559,14 @@ static int rtrs_srv_take_name(struct rtrs_srv_path *path,
 	if (!memchr(req->pathname, '\0', sizeof(req->pathname)) ||
 	    !req->pathname[0]) {
 		rtrs_path_err(&path->s, "INFO_REQ without a session name\n");
+		trace_rtrs_srv_bad_msg(path, "INFO_REQ without a session name");
 		return -EINVAL;
 	}
 	strscpy(name, req->pathname, sizeof(name));
 	/* sysfs would name its directory with a '!' there: another name. */
 	if (strchr(name, '/')) {
 		rtrs_path_err(&path->s, "session name '%s' has a '/'\n", name);
+		trace_rtrs_srv_bad_msg(path, "session name with a '/'");
 		return -EINVAL;
 	}
 	mutex_lock(&srv->ctx->mutex);
@@ -657,6 +660,7 @@ static void rtrs_srv_info_work(struct work_struct *work)
 	}
 	rtrs_path_info(&path->s, "path up with %u connections\n",
 		       path->s.con_num);
+	trace_rtrs_srv_path_connected(path);
 }
 
 static void rtrs_srv_info_req_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -678,6 +682,7 @@ static void rtrs_srv_info_req_done(struct ib_cq *cq, struct ib_wc *wc)
 	    le16_to_cpu(req->type) != RTRS_MSG_INFO_REQ) {
 		rtrs_path_err(&path->s, "expected INFO_REQ, got %u bytes of type %u\n",
 			      wc->byte_len, le16_to_cpu(req->type));
+		trace_rtrs_srv_bad_msg(path, "not an INFO_REQ");
 		rtrs_srv_close_path(path);
 		return;
 	}
@@ -888,6 +893,7 @@ static void rtrs_srv_process_io(struct rtrs_srv_op *op)
 	if (err) {
 		rtrs_path_err_rl(&path->s, "malformed request in chunk %u\n",
 				 op->msg_id);
+		trace_rtrs_srv_bad_msg(path, "malformed request");
 		rtrs_srv_resp_rdma(op, err);
 		return;
 	}
@@ -951,11 +957,13 @@ static int rtrs_srv_io_req(struct rtrs_srv_con *con, u32 payload)
 	if (id >= path->srv->queue_depth) {
 		rtrs_path_err_rl(&path->s, "request for chunk %u of %u\n", id,
 				 path->srv->queue_depth);
+		trace_rtrs_srv_bad_msg(path, "request for a chunk beyond the queue");
 		return -EINVAL;
 	}
 	op = &path->ops[id];
 	if (atomic_cmpxchg(&op->busy, 0, 1)) {
 		rtrs_path_err_rl(&path->s, "chunk %u is already in use\n", id);
+		trace_rtrs_srv_bad_msg(path, "request for a chunk in use");
 		return -EINVAL;
 	}
 	if (!percpu_ref_tryget_live(&path->ids_inflight)) {
@@ -1002,6 +1010,7 @@ static int rtrs_srv_handle_imm(struct rtrs_srv_con *con, u32 imm)
 	default:
 		rtrs_path_err_rl(&path->s, "unknown immediate type %u\n",
 				 rtrs_imm_type(imm));
+		trace_rtrs_srv_bad_msg(path, "unknown immediate type");
 		return -EINVAL;
 	}
 }
@@ -1022,6 +1031,7 @@ static void rtrs_srv_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (wc->opcode != IB_WC_RECV_RDMA_WITH_IMM) {
 		rtrs_path_err_rl(&path->s, "unexpected receive opcode %d\n",
 				 wc->opcode);
+		trace_rtrs_srv_bad_msg(path, "unexpected receive opcode");
 		rtrs_srv_close_path(path);
 		return;
 	}
@@ -1288,6 +1298,7 @@ close_path:
 unlock_reject:
 	mutex_unlock(&ctx->mutex);
 reject:
+	trace_rtrs_srv_conn_rejected(cm_id, err);
 	rtrs_srv_reject(cm_id, err);
 	/* Non-zero: rdma_cm destroys the id it made for the request. */
 	return err;
@@ -1391,6 +1402,7 @@ static void rtrs_srv_close_work(struct work_struct *work)
 	}
 	atomic_set(&path->state, RTRS_SRV_CLOSED);
 	rtrs_path_info(&path->s, "path closed\n");
+	trace_rtrs_srv_path_closed(path);
 	kobject_put(&path->kobj);
 }
 
