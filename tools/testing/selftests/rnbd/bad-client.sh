@@ -148,6 +148,13 @@ bad_client_unload() {
 	rnbd_unload rtrs-bad-clt && wait_sessions "$SESSNAME"
 }
 
+# The cases' refused connections and malformed messages were traced.
+bad_traced() {
+	rnbd_traced 1 rtrs_srv_conn_rejected "err=-" &&
+		rnbd_traced 1 rtrs_srv_bad_msg "what=" &&
+		rnbd_trace_off rtrs_srv
+}
+
 unmap_unload() {
 	unmap && rnbd_unload rnbd-client rtrs-client rnbd-server rtrs-server rtrs-core
 }
@@ -178,13 +185,13 @@ setup=$(cat /tmp/rnbd-bad-client.setup)
 rm -f /tmp/rnbd-bad-client.setup
 [ $setup_rc -eq 0 ] && CASES=$(cat "$DBG/cases")
 
-ktap_header $((10 + $(grep -c . <<<"$CASES")))
+ktap_header $((11 + $(grep -c . <<<"$CASES")))
 [ -n "$setup" ] && printf '%s\n' "$setup" | sed 's/^/# /'
 ktap_check "disks up, rtrs-bad-clt loads with its case list" \
 	test $setup_rc -eq 0
 ktap_check "rxe up" rnbd_rdma_up
 # Not through ktap_check: its subshell would lose SERVER_UP.
-server_up >/dev/null 2>&1
+server_up >/dev/null 2>&1 && rnbd_trace_on rtrs_srv >/dev/null 2>&1
 ktap_check "server: rtrs-server ($SRV_PARAMS) and rnbd-server load" \
 	test -n "$SERVER_UP"
 ktap_check "our client maps $GOOD_DISK over both paths" map
@@ -195,6 +202,8 @@ done <<<"$CASES"
 ktap_check "our client: both paths still connected" paths_connected
 ktap_check "our client writes and reads back 1 MiB after the cases" \
 	verify after
+ktap_check "server: rtrs_srv_conn_rejected and rtrs_srv_bad_msg traced" \
+	bad_traced
 ktap_check "server: only our client's and the shared session are left" \
 	wait_sessions "$SESSNAME" rtrs-bad-clt
 ktap_check "rtrs-bad-clt unloads, the server closes its session" \

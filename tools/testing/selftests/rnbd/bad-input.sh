@@ -154,15 +154,25 @@ srv_path() {
 	return 1
 }
 
+clt_path() {
+	local p
+
+	for p in /sys/class/rtrs-client/good/paths/*; do
+		[ -d "$p" ] && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
 still_works() {
 	[ -b "/dev/$DEV" ] && dd if="/dev/$DEV" of=/dev/null bs=4k count=1 \
 		iflag=direct status=none
 }
 
 sysfs_cases() {
-	local sp
+	local sp cp f
 
 	sp=$(srv_path)
+	cp=$(clt_path)
 	ktap_check "unmap_device refuses 'gently'" bad_write unmap_device \
 		"/sys/block/$DEV/rnbd/unmap_device" gently
 	ktap_check "mpath_policy refuses a name, a number and nothing" \
@@ -172,6 +182,12 @@ sysfs_cases() {
 		"/sys/class/rnbd-server/ctl/devices/$NAME/sessions/good/force_close" 2
 	ktap_check "server disconnect refuses 0 and 'now'" bad_write \
 		disconnect "$sp/disconnect" 0 now
+	for f in rdma reconnects cpu_migration_from cpu_migration_to reset_all; do
+		ktap_check "client stats/$f refuses 0, 2, 'yes' and nothing" \
+			bad_write "$f" "$cp/stats/$f" 0 2 yes ""
+	done
+	ktap_check "server stats/rdma refuses 0 and 'reset'" bad_write rdma \
+		"$sp/stats/rdma" 0 reset
 	ktap_check "the device still works" still_works
 	ktap_check "unmap" rnbd_unmap "$DEV"
 }
@@ -200,7 +216,7 @@ param_cases() {
 	done
 }
 
-ktap_header 42
+ktap_header 48
 setup_done() {
 	[ -n "$NAME" ] && grep -q '^rnbd_client ' /proc/modules && return 0
 	cat "$LOG.setup"

@@ -295,3 +295,31 @@ rnbd_map() {
 rnbd_unmap() {
 	echo "${2:-normal}" >"/sys/block/$1/rnbd/unmap_device"
 }
+
+# Tracepoints.  rnbd_trace_on SYSTEM: record the events of SYSTEM
+# (rtrs_clt, rtrs_srv) from now on, in a trace buffer emptied first.
+RNBD_TRACEFS=/sys/kernel/tracing
+rnbd_trace_on() {
+	[ -e "$RNBD_TRACEFS/trace" ] ||
+		mount -t tracefs nodev "$RNBD_TRACEFS" || return 1
+	[ -d "$RNBD_TRACEFS/events/$1" ] ||
+		{ echo "no events/$1 in tracefs"; return 1; }
+	echo >"$RNBD_TRACEFS/trace" && echo 1 >"$RNBD_TRACEFS/events/$1/enable"
+}
+
+rnbd_trace_off() {
+	[ ! -e "$RNBD_TRACEFS/events/$1/enable" ] ||
+		echo 0 >"$RNBD_TRACEFS/events/$1/enable"
+}
+
+# rnbd_traced N EVENT PATTERN: at least N events EVENT were recorded whose
+# line matches PATTERN (grep); else say what was.
+rnbd_traced() {
+	local n
+
+	n=$(grep " $2: " "$RNBD_TRACEFS/trace" | grep -c -e "$3")
+	[ "$n" -ge "$1" ] && return 0
+	echo "$n $2 events with '$3', not $1; the last events:"
+	grep -v '^#' "$RNBD_TRACEFS/trace" | tail -n 20
+	return 1
+}

@@ -1,0 +1,330 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The statistics and the tracepoints of a session of two paths.  The client
+# maps a ram disk of the server over both paths, round-robin, and fio
+# writes and reads it: the client's stats/rdma of the paths count the
+# requests and bytes the block layer counted, each path the same as the
+# server's stats/rdma of that path; the CPU migrations add up; each stats
+# file resets on "1", reset_all resets them all.  The tracepoints of both
+# sides fire as the paths come up and go.
+#
+# rnbd-vm: topology=two
+
+SESSNAME=stats
+MAP_NULL_BLK=0
+. "$(dirname "$0")/map-lib.sh"
+
+CLT_PATHS=/sys/class/rtrs-client/$SESSNAME/paths
+SRV_PATHS=/sys/class/rtrs-server/$SESSNAME/paths
+# The user header of each RNBD IO, struct rnbd_msg_io, in the bytes counted.
+IO_HDR=32
+# fio's IO, "rw:bs:size", at iodepth 16.
+FIO_IO="randwrite:4k:2M write:64k:2M randread:4k:2M read:64k:2M"
+
+# The server's side.
+
+# srv_reset: every path's stats/rdma reset, and reads as zero.
+srv_reset() {
+	local p
+
+	for p in "$SRV_PATHS"/*/stats/rdma; do
+		echo 1 >"$p" || return 1
+		[ "$(cat "$p")" = "0 0 0 0" ] ||
+			{ echo "$p: $(cat "$p") after reset"; return 1; }
+	done
+}
+
+# srv_stats: "<path> <rdma>" for each path.
+srv_stats() {
+	local p
+
+	for p in "$SRV_PATHS"/*; do
+		echo "$(basename "$p") $(cat "$p/stats/rdma")"
+	done
+}
+
+# srv_trace: a session came and went, with two paths up and closed.
+srv_trace() {
+	rnbd_traced 1 rtrs_srv_sess_created "sess=$SESSNAME " &&
+		rnbd_traced 2 rtrs_srv_path_connected "sess=$SESSNAME " &&
+		rnbd_wait 30 rnbd_traced 2 rtrs_srv_path_closed "sess=$SESSNAME " &&
+		rnbd_wait 30 rnbd_traced 1 rtrs_srv_sess_destroyed "sess=$SESSNAME " &&
+		rnbd_traced 2 rtrs_srv_path_closed "sess=$SESSNAME "
+}
+
+test_server() {
+	local status rc=0
+
+	if server_up && rnbd_trace_on rtrs_srv; then
+		rnbd_sync_put server-ready "ok $(blockdev --getsize64 "$DISK") $DISKS"
+	else
+		rnbd_sync_put server-ready fail
+		server_finish
+		return 1
+	fi
+	if rnbd_sync_wait srv-reset "$RNBD_VM_TIMEOUT" >/dev/null; then
+		status=$(srv_reset 2>&1) && status=ok
+		rnbd_sync_put srv-reset-done "$status"
+		rnbd_sync_wait srv-stats "$RNBD_VM_TIMEOUT" >/dev/null &&
+			rnbd_sync_put srv-stats-done "$(srv_stats)"
+	fi
+	rnbd_sync_wait client-done "$RNBD_VM_TIMEOUT" >/dev/null || rc=1
+	status=$(srv_trace 2>&1) && status=ok
+	rnbd_sync_put srv-trace "$status"
+	rnbd_trace_off rtrs_srv
+	server_finish || rc=1
+	return $rc
+}
+
+# The client's side.
+
+# possible_cpus: how many CPUs the kernel has room for.
+possible_cpus() {
+	local r n=0
+
+	for r in $(tr ',' ' ' </sys/devices/system/cpu/possible); do
+		if [[ $r == *-* ]]; then
+			n=$((n + ${r#*-} - ${r%-*} + 1))
+		else
+			n=$((n + 1))
+		fi
+	done
+	echo $n
+}
+
+# per_cpu FILE: one number per possible CPU.
+per_cpu() {
+	local v re='^[0-9]+( [0-9]+)*$'
+
+	read -ra v <"$1"
+	if [ "${#v[@]}" -ne "$(possible_cpus)" ] || ! [[ "${v[*]}" =~ $re ]]; then
+		echo "$1: '${v[*]}' for $(possible_cpus) CPUs"
+		return 1
+	fi
+}
+
+# sum FILE: the sum of its numbers.
+sum() {
+	local v n=0 i
+
+	read -ra v <"$1"
+	for i in "${v[@]}"; do
+		n=$((n + i))
+	done
+	echo $n
+}
+
+stats_files() {
+	local p s re='^[0-9]+( [0-9]+){5}$'
+
+	for p in "$CLT_PATHS"/*; do
+		s=$p/stats
+		[[ "$(cat "$s/rdma")" =~ $re ]] ||
+			{ echo "$s/rdma: '$(cat "$s/rdma")'"; return 1; }
+		[ "$(cat "$s/reconnects")" = "0 0" ] ||
+			{ echo "$s/reconnects: '$(cat "$s/reconnects")'"; return 1; }
+		per_cpu "$s/cpu_migration_from" && per_cpu "$s/cpu_migration_to" ||
+			return 1
+		[ "$(cat "$s/reset_all")" = "echo 1 to reset all statistics" ] ||
+			{ echo "$s/reset_all: '$(cat "$s/reset_all")'"; return 1; }
+	done
+}
+
+# zeroed PATHDIR [rdma|migr|reconnects|all]: those counters read zero.
+zeroed() {
+	local s=$1/stats what=${2:-all} z
+
+	z=$(possible_cpus)
+	z=$(printf '0 %.0s' $(seq "$z"))
+	if [ "$what" = rdma ] || [ "$what" = all ]; then
+		[ "$(cat "$s/rdma")" = "0 0 0 0 0 0" ] ||
+			{ echo "$s/rdma: $(cat "$s/rdma")"; return 1; }
+	fi
+	if [ "$what" = migr ] || [ "$what" = all ]; then
+		if [ "$(cat "$s/cpu_migration_from")" != "$z" ] ||
+			[ "$(cat "$s/cpu_migration_to")" != "$z" ]; then
+			echo "$s: cpu_migration_from $(cat "$s/cpu_migration_from"), to $(cat "$s/cpu_migration_to")"
+			return 1
+		fi
+	fi
+	if [ "$what" = reconnects ] || [ "$what" = all ]; then
+		[ "$(cat "$s/reconnects")" = "0 0" ] ||
+			{ echo "$s/reconnects: $(cat "$s/reconnects")"; return 1; }
+	fi
+}
+
+# reset_both: the server's counters, then ours, all zero.
+reset_both() {
+	local status p
+
+	rnbd_sync_put srv-reset
+	status=$(rnbd_sync_wait srv-reset-done 60) || return 1
+	[ "$status" = ok ] || { echo "server: $status"; return 1; }
+	for p in "$CLT_PATHS"/*; do
+		echo 1 >"$p/stats/reset_all" && zeroed "$p" || return 1
+	done
+}
+
+# blk_stat: reads, sectors read, writes and flushes, sectors written.
+blk_stat() {
+	local s
+
+	read -ra s <"/sys/block/$DEV/stat"
+	echo "${s[0]} ${s[2]} $((s[4] + ${s[14]:-0})) ${s[6]}"
+}
+
+# The block layer's counts before the last fio_io (ktap_check runs it in a
+# subshell).
+BLK_BEFORE=/tmp/rnbd-stats.blk
+fio_io() {
+	local run rw bs size
+
+	blk_stat >"$BLK_BEFORE" || return 1
+	for run in $FIO_IO; do
+		IFS=: read -r rw bs size <<<"$run"
+		timeout 150 fio --name=stats --filename="/dev/$DEV" --rw="$rw" \
+			--bs="$bs" --size="$size" --iodepth=16 --ioengine=libaio \
+			--direct=1 --randrepeat=0 >/dev/null ||
+			{ echo "fio $run failed"; return 1; }
+	done
+}
+
+# counted: the paths' rdma counts add up to the block layer's, their
+# bytes to its sectors and a header per request; each path took some.
+counted() {
+	local b a p r rc=0 reads=0 rbytes=0 writes=0 wbytes=0
+
+	read -ra b <"$BLK_BEFORE"
+	read -ra a <<<"$(blk_stat)"
+	for p in "$CLT_PATHS"/*; do
+		read -ra r <"$p/stats/rdma"
+		echo "$(basename "$p"): ${r[*]}"
+		[ $((r[0] + r[2])) -gt 0 ] || { echo "no IO on it"; rc=1; }
+		[ "${r[4]}" -eq 0 ] || { echo "${r[4]} in flight"; rc=1; }
+		reads=$((reads + r[0]))
+		rbytes=$((rbytes + r[1]))
+		writes=$((writes + r[2]))
+		wbytes=$((wbytes + r[3]))
+	done
+	a[0]=$((a[0] - b[0])) a[1]=$((a[1] - b[1]))
+	a[2]=$((a[2] - b[2])) a[3]=$((a[3] - b[3]))
+	echo "block layer: ${a[0]} reads of ${a[1]} sectors, ${a[2]} writes of ${a[3]}"
+	[ "$reads" -eq "${a[0]}" ] && [ "$writes" -eq "${a[2]}" ] &&
+		[ "$rbytes" -eq $((a[1] * 512 + reads * IO_HDR)) ] &&
+		[ "$wbytes" -eq $((a[3] * 512 + writes * IO_HDR)) ] || rc=1
+	return $rc
+}
+
+# same_as_server: each path counted what the server counted on it.
+same_as_server() {
+	local p name r s n=0 srv
+
+	rnbd_sync_put srv-stats
+	srv=$(rnbd_sync_wait srv-stats-done 60) || return 1
+	echo "server: $srv"
+	for p in "$CLT_PATHS"/*; do
+		name=$(basename "$p")
+		read -ra r <"$p/stats/rdma"
+		s=$(grep "^$name " <<<"$srv" | cut -d' ' -f2-)
+		[ "$s" = "${r[*]:0:4}" ] ||
+			{ echo "$name: ${r[*]:0:4} here, '$s' on the server"; return 1; }
+		n=$((n + 1))
+	done
+	[ "$n" -eq "$RNBD_NR_PATHS" ]
+}
+
+# migrations: the numbers per CPU, as many to as from.
+migrations() {
+	local p from to
+
+	for p in "$CLT_PATHS"/*; do
+		per_cpu "$p/stats/cpu_migration_from" &&
+			per_cpu "$p/stats/cpu_migration_to" || return 1
+		from=$(sum "$p/stats/cpu_migration_from")
+		to=$(sum "$p/stats/cpu_migration_to")
+		echo "$(basename "$p"): $from migrations from, $to to"
+		[ "$from" -eq "$to" ] || return 1
+	done
+}
+
+# some_counted PATHDIR: its rdma counts are not all zero.
+some_counted() {
+	local r
+
+	read -ra r <"$1/stats/rdma"
+	[ $((r[0] + r[2])) -gt 0 ] || { echo "$1: nothing counted"; return 1; }
+}
+
+# reset_one FILE WHAT: "1" to FILE of the first path zeroes WHAT of it, and
+# nothing of the other path.
+reset_one() {
+	local p q
+
+	read -r p q < <(echo "$CLT_PATHS"/*)
+	some_counted "$p" && some_counted "$q" || return 1
+	echo 1 >"$p/stats/$1" && zeroed "$p" "$2" && some_counted "$q"
+}
+
+# reset_all_second: reset_all of the second path zeroes it all.
+reset_all_second() {
+	local p q
+
+	read -r p q < <(echo "$CLT_PATHS"/*)
+	some_counted "$q" && echo 1 >"$q/stats/reset_all" && zeroed "$q"
+}
+
+srv_trace_ok() {
+	local status
+
+	status=$(rnbd_sync_wait srv-trace 90) || return 1
+	[ "$status" = ok ] || { echo "$status"; return 1; }
+}
+
+round_robin() {
+	echo round-robin >"/sys/class/rtrs-client/$SESSNAME/mpath_policy"
+}
+
+test_client() {
+	ktap_header 23
+	ktap_check "rxe up" rnbd_rdma_up
+	# Not through ktap_check: its subshell would lose SERVER_*.
+	server_ready >/dev/null 2>&1
+	ktap_check "server: a ram disk exported, its events traced" \
+		test -n "$SERVER_DISK"
+	ktap_check "rtrs-client and rnbd-client load" client_modules_load
+	ktap_check "events/rtrs_clt in tracefs, enabled" rnbd_trace_on rtrs_clt
+	ktap_check "map_device over both paths" map
+	ktap_check "both paths connected" paths_connected
+	ktap_check "rtrs_clt_path_connected traced for both paths" \
+		rnbd_traced 2 rtrs_clt_path_connected "sess=$SESSNAME path=.* hca=rxe"
+	ktap_check "stats/ of both paths: rdma, reconnects, cpu_migration_*, reset_all" \
+		stats_files
+	ktap_check "round-robin" round_robin
+	ktap_check "stats reset on both sides" reset_both
+	ktap_check "fio: $FIO_IO at iodepth 16" fio_io
+	ktap_check "stats/rdma: the block layer's requests and bytes, on both paths" \
+		counted
+	ktap_check "stats/rdma of each path: the same as the server's" \
+		same_as_server
+	ktap_check "stats/cpu_migration_from and _to add up" migrations
+	ktap_check "stats/rdma resets on 1, of its path only" reset_one rdma rdma
+	fio_io >/dev/null 2>&1
+	ktap_check "stats/cpu_migration_to resets both migration files" \
+		reset_one cpu_migration_to migr
+	ktap_check "stats/reconnects resets on 1" reset_one reconnects reconnects
+	ktap_check "stats/reset_all resets everything" reset_all_second
+	ktap_check "unmap_device normal" unmap
+	ktap_check "rtrs_clt_path_closed traced for both paths" \
+		rnbd_wait 30 rnbd_traced 2 rtrs_clt_path_closed "sess=$SESSNAME path=.* reason=closed"
+	rnbd_trace_off rtrs_clt
+	rnbd_sync_put client-done
+	ktap_check "server: sessions and paths traced as they came and went" \
+		srv_trace_ok
+	ktap_check "client modules unload" rnbd_unload rnbd-client rtrs-client
+	ktap_check "server: server modules unload" server_down
+	rm -f "$BLK_BEFORE"
+	ktap_finish
+}
+
+map_test
