@@ -241,24 +241,13 @@ static ssize_t rtrs_clt_usage_show(struct kobject *kobj,
 	return sysfs_emit(page, "Usage: echo 1 > %s\n", attr->attr.name);
 }
 
-static bool rtrs_clt_is_one(const struct rtrs_clt_path *path,
-			    const struct kobj_attribute *attr,
-			    const char *buf)
-{
-	if (sysfs_streq(buf, "1"))
-		return true;
-	pr_err("%s: %s: '%.*s' is not 1\n", path->name, attr->attr.name,
-	       (int)strcspn(buf, "\n"), buf);
-	return false;
-}
-
 static ssize_t disconnect_store(struct kobject *kobj,
 				struct kobj_attribute *attr,
 				const char *buf, size_t count)
 {
 	struct rtrs_clt_path *path = to_clt_path_kobj(kobj);
 
-	if (!rtrs_clt_is_one(path, attr, buf))
+	if (rtrs_sysfs_write_one(&path->s, path->name, attr->attr.name, buf))
 		return -EINVAL;
 	return rtrs_clt_disconnect_path(path) ?: count;
 }
@@ -272,7 +261,7 @@ static ssize_t reconnect_store(struct kobject *kobj,
 {
 	struct rtrs_clt_path *path = to_clt_path_kobj(kobj);
 
-	if (!rtrs_clt_is_one(path, attr, buf))
+	if (rtrs_sysfs_write_one(&path->s, path->name, attr->attr.name, buf))
 		return -EINVAL;
 	return rtrs_clt_reconnect_path(path) ?: count;
 }
@@ -286,7 +275,7 @@ static ssize_t remove_path_store(struct kobject *kobj,
 {
 	struct rtrs_clt_path *path = to_clt_path_kobj(kobj);
 
-	if (!rtrs_clt_is_one(path, attr, buf))
+	if (rtrs_sysfs_write_one(&path->s, path->name, attr->attr.name, buf))
 		return -EINVAL;
 	return rtrs_clt_remove_path(path, &attr->attr) ?: count;
 }

@@ -807,6 +807,36 @@ static struct rtrs_clt_path *rtrs_clt_pick_path(struct rtrs_clt_sess *sess)
 	return path;
 }
 
+/*
+ * Post a request on the path the policy picks.  @from: the failed path it
+ * comes back from, for its fail-over's accounting, else NULL.
+ */
+static int rtrs_clt_send(struct rtrs_clt_sess *sess,
+			 struct rtrs_clt_path *from, int dir,
+			 const struct rtrs_clt_req_ops *ops,
+			 struct rtrs_permit *permit, const struct kvec *vec,
+			 size_t nr, size_t len, struct scatterlist *sg,
+			 unsigned int sg_cnt)
+{
+	struct rtrs_clt_path *path;
+	int err;
+
+	path = rtrs_clt_pick_path(sess);
+	if (!path) {
+		if (from)
+			trace_rtrs_clt_failover(from, NULL, 1);
+		return -ECONNABORTED;
+	}
+	err = rtrs_clt_post_req(path, dir, ops, permit, vec, nr, len, sg,
+				sg_cnt);
+	if (!err && from) {
+		rtrs_clt_stats_failover(path->stats);
+		trace_rtrs_clt_failover(from, path, 1);
+	}
+	percpu_ref_put(&path->io_ref);
+	return err;
+}
+
 /**
  * rtrs_clt_request() - send a request of the ULP
  * @dir: READ (the server writes @sg) or WRITE (the server gets @sg)
@@ -830,17 +860,8 @@ int rtrs_clt_request(int dir, const struct rtrs_clt_req_ops *ops,
 		     const struct kvec *vec, size_t nr, size_t len,
 		     struct scatterlist *sg, unsigned int sg_cnt)
 {
-	struct rtrs_clt_path *path;
-	int err;
-
-	path = rtrs_clt_pick_path(sess);
-	if (!path)
-		return -ECONNABORTED;
-
-	err = rtrs_clt_post_req(path, dir, ops, permit, vec, nr, len, sg,
-				sg_cnt);
-	percpu_ref_put(&path->io_ref);
-	return err;
+	return rtrs_clt_send(sess, NULL, dir, ops, permit, vec, nr, len, sg,
+			     sg_cnt);
 }
 EXPORT_SYMBOL_GPL(rtrs_clt_request);
 
@@ -941,8 +962,9 @@ static void rtrs_clt_failover_req(struct rtrs_clt_req *req)
 	};
 	int err;
 
-	err = rtrs_clt_request(req->dir, &ops, req->path->sess, req->permit,
-			       &vec, 1, req->data_len, req->sg, req->sg_cnt);
+	err = rtrs_clt_send(req->path->sess, req->path, req->dir, &ops,
+			    req->permit, &vec, 1, req->data_len, req->sg,
+			    req->sg_cnt);
 	if (err) {
 		rtrs_path_err_rl(&req->path->s, "%s: request %u failed: no path left (%d)\n",
 				 req->path->name, req->permit->mem_id, err);
@@ -1323,6 +1345,7 @@ static void rtrs_clt_schedule_reconnect(struct rtrs_clt_path *path)
 		get_random_u32_below(sess->reconnect_delay_ms / 2 + 1);
 	rtrs_path_info(&path->s, "%s: reconnecting in %u ms\n", path->name,
 		       delay);
+	trace_rtrs_clt_reconnect(path, path->reconnect_attempts + 1, delay);
 	queue_delayed_work(rtrs_clt_wq, &path->reconnect_dwork,
 			   msecs_to_jiffies(delay));
 }
@@ -1582,6 +1605,7 @@ out_teardown:
 static int rtrs_clt_reconnect_once(struct rtrs_clt_path *path)
 {
 	unsigned long flags;
+	int err;
 
 	lockdep_assert_held(&path->setup_mutex);
 	spin_lock_irqsave(&path->state_lock, flags);
@@ -1594,7 +1618,10 @@ static int rtrs_clt_reconnect_once(struct rtrs_clt_path *path)
 	spin_unlock_irqrestore(&path->state_lock, flags);
 	path->recon_cnt++;
 	reinit_completion(&path->info_done);
-	return rtrs_clt_path_open(path);
+	err = rtrs_clt_path_open(path);
+	rtrs_clt_stats_reconnect(path->stats, !err);
+	trace_rtrs_clt_reconnect_done(path, err);
+	return err;
 }
 
 static void rtrs_clt_reconnect_work(struct work_struct *work)
