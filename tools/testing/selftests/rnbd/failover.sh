@@ -1,0 +1,453 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Fail-over and reconnect under verified IO: the client maps the server's
+# ram disk over two paths and fio writes and verifies it (crc32c) the whole
+# time, while one path at a time is cut and restored: its packets dropped
+# with its link up (netem on the client, an nftables drop of RoCEv2 on the
+# server), its cable pulled (QEMU set_link), closed from the client's and
+# the server's sysfs, removed and added again.  Every fio run must pass:
+# the IO of a cut path fails over to the other one, and the cut path comes
+# back by itself.  The figures (time to notice a cut, longest stall of the
+# disk, time to reconnect) are printed as diagnostics.
+#
+#   FAILOVER_CUTS   cuts of each kind (default 10 for netem, see below)
+#
+# rnbd-vm: topology=two
+# rnbd-vm: timeout=1200
+
+SESSNAME=failover
+MAP_NULL_BLK=0
+. "$(dirname "$0")/map-lib.sh"
+
+: "${FAILOVER_CUTS:=2}"
+SESS=/sys/class/rtrs-client/$SESSNAME
+RUN=/tmp/rnbd-failover
+RTRS_SRV=/sys/class/rtrs-server/$SESSNAME
+
+# The server's side: export, then act on the client's requests, then the
+# end of map-lib's server.
+
+# nft_drop PATH add|del: drop or pass RoCEv2 on the server's NIC of PATH,
+# both ways; its link stays up.
+nft_drop() {
+	local dev
+
+	dev=$(rnbd_path_netdev "$1")
+	if [ "$2" = add ]; then
+		nft add table inet rnbd_cut &&
+			nft add chain inet rnbd_cut in "{ type filter hook input priority 0; }" &&
+			nft add chain inet rnbd_cut out "{ type filter hook output priority 0; }" &&
+			nft add rule inet rnbd_cut in iifname "$dev" udp dport 4791 drop &&
+			nft add rule inet rnbd_cut out oifname "$dev" udp dport 4791 drop
+	else
+		nft delete table inet rnbd_cut
+	fi
+}
+
+# srv_paths N: the session has N paths within 60 s, none left over from
+# a client's path that went.
+srv_paths_are() {
+	[ "$(find "$RTRS_SRV/paths" -mindepth 1 -maxdepth 1 | wc -l)" -eq "$1" ]
+}
+
+srv_paths() {
+	rnbd_wait 60 srv_paths_are "$1" || {
+		echo "$(find "$RTRS_SRV/paths" -mindepth 1 -maxdepth 1 | wc -l) paths, not $1"
+		return 1
+	}
+}
+
+# srv_disconnect PATH: close the server's side of PATH from its sysfs,
+# where src_addr is the client's, as in Linux's server.
+srv_disconnect() {
+	local p
+
+	for p in "$RTRS_SRV"/paths/*; do
+		grep -qx "ip:$(rnbd_path_addr "$1" client)" "$p/src_addr" ||
+			continue
+		echo 1 >"$p/disconnect"
+		return
+	done
+	echo "no server path to $(rnbd_path_addr "$1" client)"
+	return 1
+}
+
+# The client reads VIEW_MB of the disk once its IO is done, into the sync
+# directory: where fio wrote, and its pattern.
+VIEW_MB=16
+
+# server_check_view TOKEN: the client's pattern is on the disk, and the
+# disk holds what the client read; where not, the first 4k blocks that
+# differ and their heads on both sides (fio's verify header says which
+# write put a block there).
+server_check_view() {
+	local view=$RNBD_SYNC_DIR/client-view got=/tmp/rnbd-failover.view
+	local want=/tmp/rnbd-failover.want b n
+
+	pattern "$1" "$want"
+	dd if="$DISK" of="$got" bs=1M count="$VIEW_MB" iflag=direct status=none
+	if ! cmp -s -i $((PATTERN_AT_MB << 20)):0 -n $((PATTERN_MB << 20)) \
+		"$got" "$want"; then
+		echo "the pattern is not at $PATTERN_AT_MB MiB of $DISK"
+		return 1
+	fi
+	cmp -l "$view" "$got" | awk '{ print int(($1 - 1) / 4096) }' |
+		uniq >"$got.blocks"
+	n=$(wc -l <"$got.blocks")
+	[ "$n" -eq 0 ] && { rm -f "$got" "$got.blocks" "$want"; return 0; }
+	echo "$n 4k blocks of $DISK differ from what the client read: $(head -n 20 "$got.blocks" | tr '\n' ' ')"
+	for b in $(head -n 3 "$got.blocks"); do
+		echo "block $b, the client read:"
+		od -A d -t x1 -j $((b * 4096)) -N 48 "$view"
+		echo "block $b, the disk has:"
+		od -A d -t x1 -j $((b * 4096)) -N 48 "$got"
+	done >&2
+	rm -f "$got" "$got.blocks" "$want"
+	return 1
+}
+
+serve() {
+	local n=1 req status out=/tmp/rnbd-failover.srv
+
+	while req=$(rnbd_sync_wait "req.$n" "$RNBD_VM_TIMEOUT"); do
+		if [ "$req" = end ]; then
+			rnbd_sync_put "done.$n" ok
+			return 0
+		fi
+		# shellcheck disable=SC2086 # the request is a command line
+		case $req in
+		nft_drop\ *|srv_disconnect\ *|srv_paths\ *)
+			if $req >"$out" 2>&1; then
+				status=ok
+			else
+				status="'$req' failed: $(tail -n 1 "$out")"
+			fi
+			;;
+		*)
+			status="unknown request '$req'"
+			;;
+		esac
+		rnbd_sync_put "done.$n" "$status"
+		n=$((n + 1))
+	done
+	return 1
+}
+
+test_server() {
+	local written status rc=0
+
+	if server_up; then
+		rnbd_sync_put server-ready "ok $(blockdev --getsize64 "$DISK") $DISKS"
+		serve || rc=1
+		nft delete table inet rnbd_cut 2>/dev/null
+		written=$(rnbd_sync_wait written "$RNBD_VM_TIMEOUT") || rc=1
+		if [ -z "$written" ]; then
+			rnbd_sync_put checked "the client wrote nothing"
+		else
+			status=$(server_check_view "${written%% *}") && status=ok
+			rnbd_sync_put checked "$status"
+		fi
+	else
+		rnbd_sync_put server-ready fail
+		rc=1
+	fi
+	server_finish || rc=1
+	return $rc
+}
+
+# The client's side.
+
+# server REQUEST...: have the server do it, wait for its answer.  The
+# number of the request is kept in a file: ktap_check runs us in a
+# subshell.
+server() {
+	local n status
+
+	n=$(($(cat "$RUN/req" 2>/dev/null || echo 0) + 1))
+	echo "$n" >"$RUN/req"
+	rnbd_sync_put "req.$n" "$*"
+	status=$(rnbd_sync_wait "done.$n" 120) || return 1
+	[ "$status" = ok ] || { echo "$status"; return 1; }
+}
+
+# path_dir PATH: the client's sysfs directory of PATH.
+path_dir() {
+	local p
+
+	for p in "$SESS"/paths/*; do
+		if grep -qx "ip:$(rnbd_path_addr "$1" server)" "$p/dst_addr" 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+path_state() {
+	local d
+
+	d=$(path_dir "$1") && cat "$d/state"
+}
+
+path_is() {
+	[ "$(path_state "$1")" = "$2" ]
+}
+
+# The IO: fio runs one after the other, each writing then verifying its
+# region, until told to stop; a failed run is kept.
+io_loop() {
+	local n=0 bs
+
+	while [ ! -e "$RUN/stop" ]; do
+		n=$((n + 1))
+		bs=4k
+		[ $((n % 2)) -eq 0 ] && bs=64k
+		fio --name=io --filename="/dev/$DEV" --rw=randwrite --bs="$bs" \
+			--size=4M --offset=$(((n % 4) * 4))M --iodepth=16 \
+			--ioengine=libaio --direct=1 --verify=crc32c \
+			--do_verify=1 --verify_fatal=1 --randrepeat=0 \
+			--verify_state_save=0 >"$RUN/fio.$n" 2>&1 ||
+			echo "$n" >>"$RUN/failed"
+		echo "$n" >"$RUN/runs"
+	done
+}
+
+# Completed IOs of the disk, read and write.
+ios_done() {
+	awk '{ print $1 + $5 }' "/sys/block/$DEV/stat"
+}
+
+# Every 0.2 s: the time and the IOs done, for the stalls.
+io_sampler() {
+	while [ ! -e "$RUN/stop" ]; do
+		echo "$(date +%s.%N) $(ios_done)"
+		sleep 0.2
+	done >"$RUN/samples"
+}
+
+io_start() {
+	mapped || return 1
+	rm -rf "$RUN"
+	mkdir -p "$RUN"
+	# Not holding ktap_check's output: it would wait for them.
+	io_loop >/dev/null 2>&1 &
+	echo $! >"$RUN/loop.pid"
+	io_sampler >/dev/null 2>&1 &
+	echo $! >"$RUN/sampler.pid"
+}
+
+io_stop() {
+	local runs
+
+	touch "$RUN/stop"
+	# Not our children: started by another ktap_check's subshell.
+	while kill -0 "$(cat "$RUN/loop.pid")" 2>/dev/null; do
+		sleep 1
+	done
+	runs=$(cat "$RUN/runs" 2>/dev/null || echo 0)
+	echo "$runs fio runs"
+	if [ -e "$RUN/failed" ]; then
+		echo "failed runs: $(tr '\n' ' ' <"$RUN/failed")"
+		grep -h -E 'err=|verify|error' "$RUN/fio.$(head -n 1 "$RUN/failed")" |
+			head -n 5
+		return 1
+	fi
+	[ "$runs" -gt 0 ]
+}
+
+ios_above() {
+	[ "$(ios_done)" -gt "$1" ]
+}
+
+# The IO still completes: more done within 60 s.
+io_flows() {
+	rnbd_wait 60 ios_above "$(ios_done)"
+}
+
+# stall_since T: the longest time after T with no IO completed.
+stall_since() {
+	awk -v t="$1" '$1 >= t {
+		if (last != "" && $2 == n) { if ($1 - since > max) max = $1 - since }
+		else { since = $1; n = $2 }
+		last = $1
+	} END { printf "%.1f\n", max }' "$RUN/samples"
+}
+
+now() {
+	date +%s.%N
+}
+
+secs() {
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f\n", b - a }'
+}
+
+# cut KIND PATH: cut PATH by KIND, wait until the client closed it while
+# IO flows, restore it, wait until it reconnected; print the figures.
+cut() {
+	local kind=$1 i=$2 t0 t1 t2 t3
+
+	path_is "$i" connected || { echo "path $i is $(path_state "$i")"; return 1; }
+	t0=$(now)
+	case $kind in
+	netem) tc qdisc add dev "$(rnbd_path_netdev "$i")" root netem loss 100% ;;
+	nft) server nft_drop "$i" add ;;
+	link) rnbd_host set_link "p$i" off ;;
+	esac || { echo "cannot cut path $i by $kind"; return 1; }
+	rnbd_wait 120 path_is "$i" disconnected ||
+		{ echo "path $i still $(path_state "$i") 120 s after the cut"; return 1; }
+	t1=$(now)
+	io_flows || { echo "no IO completes with path $i down"; return 1; }
+	case $kind in
+	netem) tc qdisc del dev "$(rnbd_path_netdev "$i")" root netem ;;
+	nft) server nft_drop "$i" del ;;
+	link) rnbd_host set_link "p$i" on ;;
+	esac || { echo "cannot restore path $i"; return 1; }
+	t2=$(now)
+	rnbd_wait 120 path_is "$i" connected ||
+		{ echo "path $i did not reconnect in 120 s"; return 1; }
+	t3=$(now)
+	echo "$kind path $i: closed $(secs "$t0" "$t1") s after the cut, longest IO stall $(stall_since "$t0") s, reconnected $(secs "$t2" "$t3") s after the restore"
+}
+
+# cuts KIND N: N cuts of KIND, alternating the paths.
+cuts() {
+	local n
+
+	for n in $(seq 1 "$2"); do
+		cut "$1" $((n % 2)) || return 1
+	done
+}
+
+# ctl PATH FILE: write 1 to FILE of PATH's sysfs.
+ctl() {
+	local d
+
+	d=$(path_dir "$1") || { echo "no path $1"; return 1; }
+	echo 1 >"$d/$2"
+}
+
+disconnect_reconnect() {
+	ctl "$1" disconnect || return 1
+	path_is "$1" disconnected || { echo "path $1 is $(path_state "$1")"; return 1; }
+	io_flows || return 1
+	# It stays down: no reconnect of its own.
+	sleep 10
+	path_is "$1" disconnected ||
+		{ echo "path $1 came back by itself after disconnect"; return 1; }
+	ctl "$1" reconnect || return 1
+	path_is "$1" connected
+}
+
+srv_disconnect_path() {
+	server srv_disconnect "$1" || return 1
+	rnbd_wait 60 path_is "$1" disconnected || true
+	rnbd_wait 120 path_is "$1" connected ||
+		{ echo "path $1 is $(path_state "$1") after the server closed it"; return 1; }
+	io_flows
+}
+
+remove_add() {
+	local n
+
+	ctl "$1" remove_path || return 1
+	path_dir "$1" >/dev/null && { echo "path $1 is still there"; return 1; }
+	io_flows || return 1
+	echo "ip:$(rnbd_path_addr "$1" client)@ip:$(rnbd_path_addr "$1" server)" \
+		>"$SESS/add_path" || return 1
+	path_is "$1" connected || return 1
+	n=$(find "$SESS/paths" -mindepth 1 -maxdepth 1 | wc -l)
+	[ "$n" -eq 2 ] || { echo "$n paths"; return 1; }
+}
+
+# final_view: the pattern written at its offset, then VIEW_MB of the disk
+# read once, for the server to compare; it holds the pattern.
+final_view() {
+	local view=$RNBD_SYNC_DIR/client-view t0=$SECONDS
+
+	mapped || return 1
+	dd if="$PATTERN" of="/dev/$DEV" bs=1M seek="$PATTERN_AT_MB" \
+		count="$PATTERN_MB" oflag=direct conv=fsync status=none ||
+		return 1
+	dd if="/dev/$DEV" of="$view" bs=1M count="$VIEW_MB" iflag=direct \
+		status=none || return 1
+	cmp -i $((PATTERN_AT_MB << 20)):0 -n $((PATTERN_MB << 20)) \
+		"$view" "$PATTERN" || return 1
+	echo "written and read in $((SECONDS - t0)) s"
+	: >"$PATTERN.written"
+}
+
+# stats_match RECONNECTS: the paths' stats counted at least so many
+# reconnects and some fail-overs; reset_all clears them.
+stats_match() {
+	local p ok=0 failed=0 fo=0 a b r
+
+	for p in "$SESS"/paths/*; do
+		read -r a b <"$p/stats/reconnects"
+		ok=$((ok + a))
+		failed=$((failed + b))
+		r=$(awk '{ print $6 }' "$p/stats/rdma")
+		fo=$((fo + r))
+	done
+	echo "reconnects: $ok ($failed failed attempts), requests failed over: $fo"
+	[ "$ok" -ge "$1" ] || { echo "fewer than $1 reconnects"; return 1; }
+	[ "$fo" -gt 0 ] || { echo "no fail-over counted"; return 1; }
+	for p in "$SESS"/paths/*; do
+		echo 1 >"$p/stats/reset_all" || return 1
+		[ "$(cat "$p/stats/reconnects")" = "0 0" ] ||
+			{ echo "reset_all left reconnects at $(cat "$p/stats/reconnects")"; return 1; }
+		# The IO goes on: only no fail-over comes meanwhile.
+		[ "$(awk '{ print $6 }' "$p/stats/rdma")" -eq 0 ] ||
+			{ echo "reset_all left rdma at $(cat "$p/stats/rdma")"; return 1; }
+	done
+}
+
+last_path_stays() {
+	local d
+
+	ctl 1 remove_path || return 1
+	d=$(path_dir 0) || return 1
+	echo 1 >"$d/remove_path" 2>/dev/null && { echo "the last path was removed"; return 1; }
+	echo "ip:$(rnbd_path_addr 1 client)@ip:$(rnbd_path_addr 1 server)" >"$SESS/add_path"
+}
+
+test_client() {
+	ktap_header 24
+	pattern "$TOKEN" "$PATTERN"
+	rm -f "$PATTERN.written"
+	ktap_check "rxe up" rnbd_rdma_up
+	server_ready >/dev/null 2>&1
+	ktap_check "server: exports a $DISK_MB MiB ram disk" test -n "$SERVER_DISK"
+	ktap_check "rtrs-client and rnbd-client load" client_modules_load
+	modprobe sch_netem
+	ktap_check "map_device over both paths" map
+	ktap_check "both paths connected" paths_connected
+	ktap_check "fio verify starts" io_start
+	ktap_check "$FAILOVER_CUTS cuts by netem loss 100% on the client" \
+		cuts netem "$FAILOVER_CUTS"
+	ktap_check "2 cuts by an nftables drop on the server" cuts nft 2
+	ktap_check "2 cuts by QEMU set_link off" cuts link 2
+	ktap_check "server: two paths, none left over" server srv_paths 2
+	ktap_check "stats: a reconnect per cut, fail-overs; reset_all clears them" \
+		stats_match $((FAILOVER_CUTS + 4))
+	ktap_check "path 0: disconnect, stays down, reconnect" disconnect_reconnect 0
+	ktap_check "path 1: disconnect, stays down, reconnect" disconnect_reconnect 1
+	ktap_check "path 0: server's disconnect, the client reconnects" srv_disconnect_path 0
+	ktap_check "path 1: server's disconnect, the client reconnects" srv_disconnect_path 1
+	ktap_check "path 0: remove_path and add_path" remove_add 0
+	ktap_check "path 1: remove_path and add_path" remove_add 1
+	ktap_check "remove_path refuses the last path" last_path_stays
+	ktap_check "fio: every run verified, no IO error" io_stop
+	server end >/dev/null 2>&1
+	ktap_check "1 MiB pattern written at $PATTERN_AT_MB MiB, read back" final_view
+	ktap_check "unmap_device normal" unmap
+	ktap_check "server: its disk holds the pattern and what the client read" \
+		server_saw_writes
+	ktap_check "client modules unload" rnbd_unload rnbd-client rtrs-client
+	rnbd_sync_put client-done
+	ktap_check "server: server modules unload" server_down
+	rm -f "$PATTERN" "$PATTERN.written"
+	ktap_finish
+}
+
+map_test

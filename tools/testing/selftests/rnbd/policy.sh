@@ -1,0 +1,148 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The multipath policies, told apart by the paths' stats/rdma while fio
+# writes and verifies (crc32c) the server's ram disk mapped over both
+# paths: round-robin spreads the IO over both, min-inflight sends less to
+# a path made slow (netem delay on the client's NIC of path 1), and
+# min-latency sends next to nothing there once the heartbeats measured it
+# (cur_latency).  mpath_policy takes names, short names and numbers.
+#
+# rnbd-vm: topology=two
+
+SESSNAME=policy
+MAP_NULL_BLK=0
+. "$(dirname "$0")/map-lib.sh"
+
+SESS=/sys/class/rtrs-client/$SESSNAME
+# Delay on path 1 for min-inflight and min-latency, in ms.
+DELAY_MS=200
+
+# path_dir PATH: the client's sysfs directory of PATH.
+path_dir() {
+	local p
+
+	for p in "$SESS"/paths/*; do
+		if grep -qx "ip:$(rnbd_path_addr "$1" server)" "$p/dst_addr" 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Requests path N carried since its last reset: reads and writes.
+reqs() {
+	awk '{ print $1 + $3 }' "$(path_dir "$1")/stats/rdma"
+}
+
+reset_stats() {
+	echo 1 >"$(path_dir 0)/stats/reset_all" &&
+		echo 1 >"$(path_dir 1)/stats/reset_all"
+}
+
+# policy NAME: the session takes it; it reads back as NAME.
+policy() {
+	echo "$1" >"$SESS/mpath_policy" &&
+		grep -q "^$1 " "$SESS/mpath_policy"
+}
+
+# io: a verified fio run; the requests of each path are left in R0, R1.
+io() {
+	reset_stats || return 1
+	fio --name=io --filename="/dev/$DEV" --rw=randwrite --bs=4k --size=4M \
+		--iodepth=16 --ioengine=libaio --direct=1 --verify=crc32c \
+		--do_verify=1 --verify_fatal=1 --randrepeat=0 \
+		--verify_state_save=0 >/tmp/rnbd-policy.fio 2>&1 ||
+		{ tail -n 5 /tmp/rnbd-policy.fio; return 1; }
+	R0=$(reqs 0)
+	R1=$(reqs 1)
+	echo "$(cut -d' ' -f1 "$SESS/mpath_policy"): path 0 carried $R0 requests, path 1 $R1"
+}
+
+round_robin() {
+	policy round-robin && io || return 1
+	# Within 10 % of half each.
+	[ $((R0 * 10)) -ge $(((R0 + R1) * 4)) ] &&
+		[ $((R1 * 10)) -ge $(((R0 + R1) * 4)) ]
+}
+
+netdev1() {
+	rnbd_path_netdev 1
+}
+
+delay_on() {
+	tc qdisc add dev "$(netdev1)" root netem delay "${DELAY_MS}ms"
+}
+
+delay_off() {
+	tc qdisc del dev "$(netdev1)" root netem
+}
+
+min_inflight() {
+	policy min-inflight && io || return 1
+	# The slow path holds its requests longer: it gets fewer.
+	[ "$R0" -gt $((R1 * 2)) ]
+}
+
+latency_ns() {
+	sed -n 's/^\([0-9]*\) ns$/\1/p' "$(path_dir "$1")/cur_latency"
+}
+
+# The heartbeats (every 5 s) saw path 1's delay.
+latency_seen() {
+	[ "$(latency_ns 1)" -gt $((DELAY_MS * 1000000)) ] &&
+		[ "$(latency_ns 0)" -lt "$(latency_ns 1)" ]
+}
+
+min_latency() {
+	rnbd_wait 30 latency_seen ||
+		{ echo "cur_latency: path 0 $(latency_ns 0) ns, path 1 $(latency_ns 1) ns"; return 1; }
+	echo "cur_latency: path 0 $(latency_ns 0) ns, path 1 $(latency_ns 1) ns"
+	policy min-latency && io || return 1
+	# Next to nothing: a heartbeat of path 0 may take as long under load.
+	[ "$R1" -le $(((R0 + R1) / 10)) ]
+}
+
+# mpath_policy's other spellings: short names and numbers.
+spellings() {
+	local in want
+
+	for in in RR:round-robin MI:min-inflight ML:min-latency 0:round-robin \
+		1:min-inflight 2:min-latency; do
+		want=${in#*:}
+		echo "${in%%:*}" >"$SESS/mpath_policy" || return 1
+		grep -q "^$want " "$SESS/mpath_policy" ||
+			{ echo "${in%%:*} read back as $(cat "$SESS/mpath_policy")"; return 1; }
+	done
+}
+
+test_client() {
+	ktap_header 16
+	pattern "$TOKEN" "$PATTERN"
+	rm -f "$PATTERN.written"
+	ktap_check "rxe up" rnbd_rdma_up
+	server_ready >/dev/null 2>&1
+	ktap_check "server: exports a $DISK_MB MiB ram disk" test -n "$SERVER_DISK"
+	ktap_check "rtrs-client and rnbd-client load" client_modules_load
+	modprobe sch_netem
+	ktap_check "map_device over both paths" map
+	ktap_check "both paths connected" paths_connected
+	ktap_check "round-robin: each path carries 40 to 60 % of the IO" round_robin
+	ktap_check "path 1: ${DELAY_MS} ms netem delay" delay_on
+	ktap_check "min-inflight: the delayed path carries less than a third" min_inflight
+	ktap_check "min-latency: cur_latency sees the delay, the delayed path carries at most 10 %" \
+		min_latency
+	ktap_check "path 1: delay off" delay_off
+	ktap_check "mpath_policy takes RR, MI, ML, 0, 1, 2" spellings
+	ktap_check "1 MiB pattern written at $PATTERN_AT_MB MiB, read back" write_pattern
+	ktap_check "unmap_device normal" unmap
+	ktap_check "server: its disk holds what the client wrote" server_saw_writes
+	ktap_check "client modules unload" rnbd_unload rnbd-client rtrs-client
+	rnbd_sync_put client-done
+	ktap_check "server: server modules unload" server_down
+	rm -f "$PATTERN" "$PATTERN.written"
+	ktap_finish
+}
+
+map_test
