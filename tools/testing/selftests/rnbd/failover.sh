@@ -11,7 +11,8 @@
 # back by itself.  The figures (time to notice a cut, longest stall of the
 # disk, time to reconnect) are printed as diagnostics.
 #
-#   FAILOVER_CUTS   cuts of each kind (default 10 for netem, see below)
+#   FAILOVER_CUTS   cuts by netem (default 8; and 2 by nftables: ten with
+#                   the link up, then 2 by set_link)
 #
 # rnbd-vm: topology=two
 # rnbd-vm: timeout=1200
@@ -20,7 +21,7 @@ SESSNAME=failover
 MAP_NULL_BLK=0
 . "$(dirname "$0")/map-lib.sh"
 
-: "${FAILOVER_CUTS:=2}"
+: "${FAILOVER_CUTS:=8}"
 SESS=/sys/class/rtrs-client/$SESSNAME
 RUN=/tmp/rnbd-failover
 RTRS_SRV=/sys/class/rtrs-server/$SESSNAME
