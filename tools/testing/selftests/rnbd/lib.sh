@@ -304,7 +304,9 @@ rnbd_trace_on() {
 		mount -t tracefs nodev "$RNBD_TRACEFS" || return 1
 	[ -d "$RNBD_TRACEFS/events/$1" ] ||
 		{ echo "no events/$1 in tracefs"; return 1; }
-	echo >"$RNBD_TRACEFS/trace" && echo 1 >"$RNBD_TRACEFS/events/$1/enable"
+	# tracing_on too: something before may have stopped the ring buffer.
+	echo >"$RNBD_TRACEFS/trace" && echo 1 >"$RNBD_TRACEFS/events/$1/enable" &&
+		echo 1 >"$RNBD_TRACEFS/tracing_on"
 }
 
 rnbd_trace_off() {
