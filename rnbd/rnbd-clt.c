@@ -389,8 +389,12 @@ static void rnbd_clt_link_ev(void *priv, enum rtrs_clt_link_ev ev)
 {
 	struct rnbd_clt_session *sess = priv;
 
+	/* The server closed the session's devices with its last path. */
 	if (ev == RTRS_CLT_LINK_EV_DISCONNECTED)
-		pr_warn("%s: lost its last path: IO fails until it is unmapped\n",
+		pr_warn("%s: lost its last path: IO fails until a path is back and the devices are remapped\n",
+			sess->sessname);
+	else
+		pr_info("%s: a path is back: remap_device opens the devices again\n",
 			sess->sessname);
 }
 
