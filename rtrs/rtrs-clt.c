@@ -47,6 +47,13 @@
  */
 #define RTRS_CLT_RNR_RETRIES		7
 #define RTRS_CLT_RETRIES		6
+/*
+ * A request unanswered this long closes its path, and fails over: the
+ * server or the device lost it (rxe can stall a queue pair for good
+ * without an error).  The block layer's own timeout is as long.
+ */
+#define RTRS_CLT_IO_TIMEOUT_MS		30000U
+#define RTRS_CLT_IO_WATCHDOG_MS		5000
 /* Reconnect delay when the ULP gives none. */
 #define RTRS_CLT_RECONNECT_DELAY_SEC	5
 
@@ -731,6 +738,7 @@ static int rtrs_clt_post_req(struct rtrs_clt_path *path, int dir,
 	req->conf = ops->conf_fn;
 	req->priv = ops->priv;
 	req->need_inv = false;
+	req->start = jiffies;
 	atomic_inc(&path->inflight);
 	atomic_set(&req->in_use, 1);
 
@@ -1266,6 +1274,31 @@ static void rtrs_clt_destroy_cons(struct rtrs_clt_path *path)
 	}
 }
 
+static void rtrs_clt_io_watchdog(struct work_struct *work)
+{
+	struct rtrs_clt_path *path = container_of(to_delayed_work(work),
+						  struct rtrs_clt_path,
+						  io_watchdog);
+	unsigned long limit = msecs_to_jiffies(RTRS_CLT_IO_TIMEOUT_MS);
+	struct rtrs_clt_req *req;
+	u32 i;
+
+	for (i = 0; i < path->queue_depth; i++) {
+		req = &path->reqs[i];
+		/* A request reused meanwhile only looks younger. */
+		if (atomic_read(&req->in_use) &&
+		    time_after(jiffies, READ_ONCE(req->start) + limit)) {
+			rtrs_path_err(&path->s, "%s: request %u unanswered for %u s, closing the path\n",
+				      path->name, i,
+				      RTRS_CLT_IO_TIMEOUT_MS / 1000);
+			rtrs_clt_path_fail(path);
+			return;
+		}
+	}
+	queue_delayed_work(rtrs_clt_wq, &path->io_watchdog,
+			   msecs_to_jiffies(RTRS_CLT_IO_WATCHDOG_MS));
+}
+
 static void rtrs_clt_path_teardown(struct rtrs_clt_path *path)
 {
 	if (!percpu_ref_is_dying(&path->io_ref)) {
@@ -1273,6 +1306,7 @@ static void rtrs_clt_path_teardown(struct rtrs_clt_path *path)
 		wait_for_completion(&path->io_ref_done);
 	}
 	rtrs_hb_stop(&path->s);
+	cancel_delayed_work_sync(&path->io_watchdog);
 	rtrs_path_disconnect(&path->s);
 	rtrs_clt_drain_cons(path);
 	rtrs_clt_destroy_qps(path);
@@ -1587,6 +1621,8 @@ static int rtrs_clt_path_open(struct rtrs_clt_path *path)
 		goto out_teardown;
 	}
 	rtrs_hb_start(&path->s);
+	queue_delayed_work(rtrs_clt_wq, &path->io_watchdog,
+			   msecs_to_jiffies(RTRS_CLT_IO_WATCHDOG_MS));
 	rtrs_path_info(&path->s, "%s: connected (%s:%u, queue depth %u)\n",
 		       path->name, path->hca_name, path->hca_port,
 		       path->queue_depth);
@@ -1702,6 +1738,7 @@ static struct rtrs_clt_path *rtrs_clt_alloc_path(struct rtrs_clt_sess *sess,
 	init_completion(&path->info_done);
 	INIT_WORK(&path->close_work, rtrs_clt_close_work);
 	INIT_DELAYED_WORK(&path->reconnect_dwork, rtrs_clt_reconnect_work);
+	INIT_DELAYED_WORK(&path->io_watchdog, rtrs_clt_io_watchdog);
 	path->hb_cqe.done = rtrs_clt_hb_done;
 	rtrs_hb_init(&path->s, &path->hb_cqe, rtrs_clt_hb_err, rtrs_clt_wq);
 	rtrs_clt_make_name(path);
