@@ -348,14 +348,24 @@ srv_disconnect_path() {
 	io_flows
 }
 
+# add_path PATH: add it again; the server refuses it (EEXIST) while it
+# still closes the old path between the same addresses.
+add_path_once() {
+	echo "ip:$(rnbd_path_addr "$1" client)@ip:$(rnbd_path_addr "$1" server)" \
+		>"$SESS/add_path"
+}
+
+add_path() {
+	rnbd_wait 30 add_path_once "$1" || add_path_once "$1"
+}
+
 remove_add() {
 	local n
 
 	ctl "$1" remove_path || return 1
 	path_dir "$1" >/dev/null && { echo "path $1 is still there"; return 1; }
 	io_flows || return 1
-	echo "ip:$(rnbd_path_addr "$1" client)@ip:$(rnbd_path_addr "$1" server)" \
-		>"$SESS/add_path" || return 1
+	add_path "$1" || return 1
 	path_is "$1" connected || return 1
 	n=$(find "$SESS/paths" -mindepth 1 -maxdepth 1 | wc -l)
 	[ "$n" -eq 2 ] || { echo "$n paths"; return 1; }
@@ -409,7 +419,7 @@ last_path_stays() {
 	ctl 1 remove_path || return 1
 	d=$(path_dir 0) || return 1
 	echo 1 >"$d/remove_path" 2>/dev/null && { echo "the last path was removed"; return 1; }
-	echo "ip:$(rnbd_path_addr 1 client)@ip:$(rnbd_path_addr 1 server)" >"$SESS/add_path"
+	add_path 1
 }
 
 test_client() {
