@@ -8,12 +8,15 @@
 #   make install                                 install them and run depmod
 #   make check                                   build, static checks, selftests in QEMU
 #   make demo                                    map a disk between two QEMU guests
+#   make bench                                   measure it against upstream RNBD
+#                                                and NVMe-oF (not a test)
 #   make clean
 #
 # make check boots Debian's 6.1 kernel by default; KERNEL=<bzImage> or
 # KDIR=<its build tree> choose another, TEST_KERNEL_DIR=<dir of .debs> a
 # packaged one such as the debug kernel (see scripts/check).  make demo boots
-# the same kernel; INSTALL_DEPS=1 (as root) installs what it lacks.
+# the same kernel; INSTALL_DEPS=1 (as root) installs what it lacks.  make bench
+# too; BENCH_* set it (scripts/bench --help).
 
 # The running kernel's build tree, else the newest headers installed.
 KDIR ?= $(shell for d in /lib/modules/$$(uname -r)/build \
@@ -29,7 +32,7 @@ KRELEASE = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
 
 export KERNEL TEST_KERNEL_DIR CHECKS SELFTESTS RESULTS INSTALL_DEPS
 
-.PHONY: all modules install clean check demo need-kdir
+.PHONY: all modules install clean check demo bench need-kdir
 
 all: modules
 
@@ -62,3 +65,8 @@ check:
 demo:
 	@KDIR="$(if $(filter command line environment,$(origin KDIR)),$(KDIR))" \
 		scripts/demo
+
+# make bench too.
+bench:
+	@KDIR="$(if $(filter command line environment,$(origin KDIR)),$(KDIR))" \
+		scripts/bench
