@@ -99,6 +99,37 @@ nap_until() {
 	bench_nap "$((left / 1000)).$(printf '%03d' $((left % 1000)))"
 }
 
+# alive PID: a child of ours still runs (it is not a zombie yet).
+alive() {
+	local st
+
+	[ -r "/proc/$1/stat" ] && read -r _ _ st _ <"/proc/$1/stat" 2>/dev/null &&
+		[ "$st" != Z ]
+}
+
+# reap PID SECONDS: wait for a child for SECONDS at most; its exit code,
+# or 124 with the child left running: a process stuck on IO that never
+# completes cannot be killed.
+reap() {
+	local limit=$(($2 * 10)) t=0
+
+	while alive "$1"; do
+		t=$((t + 1))
+		[ $t -lt $limit ] || return 124
+		bench_nap 0.1
+	done
+	wait "$1"
+}
+
+# bounded SECONDS CMD...: CMD, given up on after SECONDS (see reap).
+bounded() {
+	local secs=$1
+
+	shift
+	"$@" &
+	reap $! "$secs"
+}
+
 # cpu_snap: "uptime_ms busy_ticks": the CPU time, in USER_HZ ticks, all
 # CPUs spent on anything but idle and iowait since boot.
 cpu_snap() {
@@ -230,7 +261,7 @@ srv_rnbd_up() {
 }
 
 srv_rnbd_down() {
-	rnbd_unload rnbd-server rtrs-server rtrs-core
+	bounded 60 rnbd_unload rnbd-server rtrs-server rtrs-core
 }
 
 # NVMe-oF over RDMA: nvmet exports the same null_blk on path 0.
@@ -402,8 +433,14 @@ run_fio() {
 	nap_until $((t0 + (BENCH_WARMUP + BENCH_RUNTIME) * 1000 - edge))
 	b=$(cpu_snap)
 	[ "$side" = client ] && pb=$(ask stat | tail -n1)
-	wait "$pid"
+	# IO that never completes must not stop the run.
+	reap "$pid" $((BENCH_WARMUP + BENCH_RUNTIME + 60))
 	rc=$?
+	if [ $rc -eq 124 ]; then
+		kill -9 "$pid" 2>/dev/null
+		echo "fio did not end $((BENCH_WARMUP + BENCH_RUNTIME + 60)) s after it began: IO stuck? kernel: $(dmesg | tail -n 2 | tr '\n' ' ')"
+		return 1
+	fi
 	echo "$rc $a $b $pa $pb"
 }
 
@@ -513,12 +550,30 @@ map_rnbd() {
 	echo "$dev"
 }
 
+# unmap_one RNBDN normal|force
+unmap_one() {
+	echo "$2" >"/sys/block/$1/rnbd/unmap_device" 2>/dev/null &&
+		rnbd_wait 30 test ! -e "/sys/block/$1"
+}
+
+# unmap_rnbd: normally, else by force (a fio stuck on it keeps it open).
 unmap_rnbd() {
-	local dev
+	local dev mode
 
 	dev=$(rnbd_dev_of "$SESSNAME" /dev/$NULLB) || return 0
-	echo normal >"/sys/block/$dev/rnbd/unmap_device" &&
-		rnbd_wait 30 test ! -e "/sys/block/$dev"
+	for mode in normal force; do
+		bounded 60 unmap_one "$dev" "$mode" && return 0
+	done
+	return 1
+}
+
+# Once a configuration could not be taken down (IO stuck, a module that
+# does not unload), the RNBD and NVMe-oF configurations after it are not
+# run: they would load modules over a wedged session.  What it was:
+WEDGED=
+wedge() {
+	say "  $1: $2; the configurations over RDMA after it are not run"
+	[ -n "$WEDGED" ] || WEDGED="$1 in round $3: $2"
 }
 
 # set_policy POLICY: the session's multipath policy, as both
@@ -577,9 +632,13 @@ rnbd_config() {
 		jobs_of "$round" "$cfg" "/dev/$dev" client
 	fi
 	[ -z "$why" ] || all_failed "$round" "$cfg" "$why"
-	unmap_rnbd || say "  $cfg: unmap failed"
-	clt_unload || say "  $cfg: client modules did not unload"
-	ask rnbd-down >/dev/null || say "  $cfg: server modules did not unload"
+	if ! unmap_rnbd; then
+		wedge "$cfg" "the rnbd device did not unmap" "$round"
+	elif ! bounded 60 clt_unload; then
+		wedge "$cfg" "the client modules did not unload" "$round"
+	elif ! ask rnbd-down >/dev/null; then
+		wedge "$cfg" "the server modules did not unload" "$round"
+	fi
 }
 
 # nvme_dev: the namespace of the bench's subsystem, as nvmeXnY.
@@ -620,14 +679,21 @@ nvme_config() {
 		say "  $cfg: /dev/$dev, NVMe-oF RDMA, path 0"
 		jobs_of "$round" "$cfg" "/dev/$dev" client
 	fi
-	nvme disconnect -n $NQN >/dev/null 2>&1
-	modprobe -r nvme-rdma nvme-fabrics 2>/dev/null
-	ask nvmet-down >/dev/null || say "  $cfg: nvmet did not come down"
+	if ! bounded 60 nvme disconnect -n $NQN >/dev/null 2>&1; then
+		wedge "$cfg" "nvme disconnect did not end" "$round"
+	else
+		modprobe -r nvme-rdma nvme-fabrics 2>/dev/null
+		ask nvmet-down >/dev/null || say "  $cfg: nvmet did not come down"
+	fi
 }
 
 run_config() {
 	local round=$1 cfg=$2 start=$SECONDS
 
+	if [ -n "$WEDGED" ] && [[ $cfg != local-* ]]; then
+		all_failed "$round" "$cfg" "not run: stuck since $WEDGED"
+		return
+	fi
 	case $cfg in
 	local-null) say "  $cfg: /dev/$NULLB on the server"
 		jobs_of "$round" "$cfg" /dev/$NULLB server ;;
