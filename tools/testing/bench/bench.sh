@@ -103,8 +103,7 @@ nap_until() {
 alive() {
 	local st
 
-	[ -r "/proc/$1/stat" ] && read -r _ _ st _ <"/proc/$1/stat" 2>/dev/null &&
-		[ "$st" != Z ]
+	read -r _ _ st _ 2>/dev/null <"/proc/$1/stat" && [ "$st" != Z ]
 }
 
 # reap PID SECONDS: wait for a child for SECONDS at most; its exit code,
@@ -402,6 +401,36 @@ ask_ssh() {
 		"env $(printf '%q ' "${env[@]}") bash $(printf '%q' "$HERE/bench.sh") do $(printf '%q ' "$@")"
 }
 
+# ios_done DEV: the reads and writes DEV completed since boot.
+ios_done() {
+	local r w
+
+	read -r r _ _ _ w _ <"/sys/block/${1##*/}/stat" || return 1
+	echo $((r + w))
+}
+
+# io_start DEV IOS PID: when (now_ms) DEV completed more than IOS, that
+# is, when fio PID began; now if it ended first or after a minute.  A
+# device that keeps no counts (brd) is taken to begin when fio has
+# started its job's process.
+io_start() {
+	local t=0 n iostats=1 kids
+
+	read -r iostats 2>/dev/null <"/sys/block/${1##*/}/queue/iostats"
+	while alive "$3" && [ $t -lt 1200 ]; do
+		if [ "$iostats" = 0 ]; then
+			read -r kids 2>/dev/null <"/proc/$3/task/$3/children"
+			[ -z "$kids" ] || break
+		else
+			n=$(ios_done "$1") || break
+			[ "$n" -eq "$2" ] || break
+		fi
+		t=$((t + 1))
+		bench_nap 0.05
+	done
+	now_ms
+}
+
 # run_fio DIR TAG DEV SPEC SIDE: one fio job on DEV, SPEC "rw:bs:iodepth:
 # numjobs:ioengine", for BENCH_WARMUP + BENCH_RUNTIME s, its JSON output
 # and errors left in DIR/TAG.json and .err.  The CPU of this side (SIDE:
@@ -412,14 +441,14 @@ ask_ssh() {
 # Python starts in seconds under TCG; report.py reads them on the host.
 run_fio() {
 	local dir=$1 tag=$2 dev=$3 spec=$4 side=$5 rw bs qd nj eng t0 edge
-	local a b pa='- -' pb='- -' pid rc
+	local a b pa='- -' pb='- -' pid rc ios0
 
 	IFS=: read -r rw bs qd nj eng <<<"$spec"
 	mkdir -p "$dir" && nap_setup || return 1
 	# A second of edge inside the counted time, less for short runs.
 	edge=$((BENCH_RUNTIME * 250))
 	[ $edge -le 1000 ] || edge=1000
-	t0=$(now_ms)
+	ios0=$(ios_done "$dev")
 	fio --name="$tag" --filename="$dev" --rw="$rw" --bs="$bs" \
 		--iodepth="$qd" --numjobs="$nj" --ioengine="$eng" --direct=1 \
 		--time_based --ramp_time="$BENCH_WARMUP" --runtime="$BENCH_RUNTIME" \
@@ -427,6 +456,9 @@ run_fio() {
 		--lat_percentiles=1 --clat_percentiles=0 \
 		--output-format=json --output="$dir/$tag.json" >"$dir/$tag.err" 2>&1 &
 	pid=$!
+	# fio takes seconds to start under TCG (it loads 60 libraries): its
+	# time counts from its first IO.
+	t0=$(io_start "$dev" "$ios0" "$pid")
 	nap_until $((t0 + BENCH_WARMUP * 1000 + edge))
 	a=$(cpu_snap)
 	[ "$side" = client ] && pa=$(ask stat | tail -n1)
@@ -449,7 +481,8 @@ run_fio() {
 srv_fio() {
 	local dir=$STATE/fio
 
-	run_fio "$dir" "$1" "$2" "$3" server || return 1
+	# Its first line is the answer's: what else it says goes to the log.
+	run_fio "$dir" "$1" "$2" "$3" server 2>>"$STATE/server.log" || return 1
 	tail -n 3 "$dir/$1.err" | tr '\n' ' '
 	echo
 	cat "$dir/$1.json" 2>/dev/null

@@ -54,7 +54,7 @@ METRICS = ["iops", "mib_s", "lat_mean_us", "lat_p99_us",
 
 def busy_rate(reading, hz):
     """CPU seconds per second between two readings, "MS TICKS MS TICKS"."""
-    if "-" in reading or len(reading) != 4:
+    if len(reading) != 4 or not all(x.isdigit() for x in reading):
         return None
     t0, b0, t1, b1 = (int(x) for x in reading)
     if t1 <= t0:
@@ -145,7 +145,7 @@ def read_runs(folder, hz):
             w = line.split()
             if len(w) < 4:
                 continue
-            if w[0] == "job" and len(w) == 15:
+            if w[0] == "job" and len(w) == 15 and w[6].isdigit():
                 rec = fio_figures(os.path.join(folder, "fio", w[5]), w[6],
                                   w[4], w[7:11], w[11:15], hz)
             elif w[0] == "error":
