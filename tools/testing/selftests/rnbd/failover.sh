@@ -22,7 +22,6 @@ MAP_NULL_BLK=0
 . "$(dirname "$0")/map-lib.sh"
 
 : "${FAILOVER_CUTS:=8}"
-SESS=/sys/class/rtrs-client/$SESSNAME
 RUN=/tmp/rnbd-failover
 RTRS_SRV=/sys/class/rtrs-server/$SESSNAME
 
@@ -170,19 +169,6 @@ server() {
 	rnbd_sync_put "req.$n" "$*"
 	status=$(rnbd_sync_wait "done.$n" 120) || return 1
 	[ "$status" = ok ] || { echo "$status"; return 1; }
-}
-
-# path_dir PATH: the client's sysfs directory of PATH.
-path_dir() {
-	local p
-
-	for p in "$SESS"/paths/*; do
-		if grep -qx "ip:$(rnbd_path_addr "$1" server)" "$p/dst_addr" 2>/dev/null; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
 }
 
 path_state() {

@@ -269,6 +269,20 @@ map() {
 	done
 }
 
+# path_dir PATH: the client's sysfs directory of PATH in the session.
+SESS=/sys/class/rtrs-client/$SESSNAME
+path_dir() {
+	local p
+
+	for p in "$SESS"/paths/*; do
+		if grep -qx "ip:$(rnbd_path_addr "$1" server)" "$p/dst_addr" 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
 paths_connected() {
 	local dir=/sys/class/rtrs-client/$SESSNAME/paths p n=0
 

@@ -14,22 +14,8 @@ SESSNAME=policy
 MAP_NULL_BLK=0
 . "$(dirname "$0")/map-lib.sh"
 
-SESS=/sys/class/rtrs-client/$SESSNAME
 # Delay on path 1 for min-inflight and min-latency, in ms.
 DELAY_MS=200
-
-# path_dir PATH: the client's sysfs directory of PATH.
-path_dir() {
-	local p
-
-	for p in "$SESS"/paths/*; do
-		if grep -qx "ip:$(rnbd_path_addr "$1" server)" "$p/dst_addr" 2>/dev/null; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
-}
 
 # Requests path N carried since its last reset: reads and writes.
 reqs() {
