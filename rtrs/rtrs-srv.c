@@ -1088,8 +1088,9 @@ static int rtrs_srv_check_conn_req(const struct rdma_cm_event *ev)
  * Has the session a path between the two addresses of @cm_id?  Its sysfs
  * directory has the name a new one would get.
  */
-static bool rtrs_srv_addr_taken(struct rtrs_srv_sess *srv,
-				struct rdma_cm_id *cm_id)
+/* The path of @srv between the addresses of @cm_id, if there is one. */
+static struct rtrs_srv_path *
+rtrs_srv_path_by_addr(struct rtrs_srv_sess *srv, struct rdma_cm_id *cm_id)
 {
 	char name[RTRS_SRV_PATH_NAME_MAX], other[RTRS_SRV_PATH_NAME_MAX];
 	struct rtrs_srv_path *path;
@@ -1097,13 +1098,33 @@ static bool rtrs_srv_addr_taken(struct rtrs_srv_sess *srv,
 	lockdep_assert_held(&srv->ctx->mutex);
 	if (rtrs_srv_path_name(&cm_id->route.addr.dst_addr,
 			       &cm_id->route.addr.src_addr, name, sizeof(name)))
-		return false;
+		return NULL;
 	list_for_each_entry(path, &srv->paths, entry)
 		if (!rtrs_srv_path_name(&path->s.dst_addr, &path->s.src_addr,
 					other, sizeof(other)) &&
 		    !strcmp(name, other))
-			return true;
-	return false;
+			return path;
+	return NULL;
+}
+
+/*
+ * A new path between the addresses of @old: a duplicate while @old is up,
+ * else a path the client removed and added again before we were done
+ * closing it, which it may retry in a moment (EAGAIN).
+ */
+static int rtrs_srv_addr_taken(struct rtrs_srv_path *old)
+{
+	switch (rtrs_srv_state(old)) {
+	case RTRS_SRV_CONNECTING:
+	case RTRS_SRV_CONNECTED:
+		pr_err_ratelimited("%s: a path between these addresses exists\n",
+				   old->srv->sessname);
+		return -EEXIST;
+	default:
+		pr_info_ratelimited("%s: the old path between these addresses is still closing\n",
+				    old->srv->sessname);
+		return -EAGAIN;
+	}
 }
 
 /*
@@ -1132,11 +1153,9 @@ rtrs_srv_get_path(struct rtrs_srv_ctx *ctx, const struct rtrs_msg_conn_req *req,
 	}
 	path = rtrs_srv_find_path(srv, &req->sess_uuid);
 	if (!path) {
-		if (rtrs_srv_addr_taken(srv, cm_id)) {
-			pr_err_ratelimited("%s: a path between these addresses exists\n",
-					   srv->sessname);
-			return ERR_PTR(-EEXIST);
-		}
+		path = rtrs_srv_path_by_addr(srv, cm_id);
+		if (path)
+			return ERR_PTR(rtrs_srv_addr_taken(path));
 		path = rtrs_srv_path_alloc(srv, req, cm_id);
 		if (!path && list_empty(&srv->paths)) {
 			list_del(&srv->entry);
