@@ -17,6 +17,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/device.h>
 #include <linux/log2.h>
 #include <linux/module.h>
@@ -56,6 +57,12 @@
 #define RTRS_CLT_IO_WATCHDOG_MS		5000
 /* Reconnect delay when the ULP gives none. */
 #define RTRS_CLT_RECONNECT_DELAY_SEC	5
+/*
+ * A path added again right after its removal is refused (EAGAIN) until
+ * the server is done closing the old one, which takes seconds under load.
+ */
+#define RTRS_CLT_ADD_PATH_TRIES		30
+#define RTRS_CLT_ADD_PATH_RETRY_MS	1000
 
 /* Parent of the per-session directories, /sys/class/rtrs-client/<sess>. */
 static struct class rtrs_clt_class = {
@@ -1638,10 +1645,9 @@ out_teardown:
 }
 
 /* Connect a CLOSED path again, as a new incarnation for the server. */
-static int rtrs_clt_reconnect_once(struct rtrs_clt_path *path)
+static int rtrs_clt_path_reopen(struct rtrs_clt_path *path)
 {
 	unsigned long flags;
-	int err;
 
 	lockdep_assert_held(&path->setup_mutex);
 	spin_lock_irqsave(&path->state_lock, flags);
@@ -1654,7 +1660,16 @@ static int rtrs_clt_reconnect_once(struct rtrs_clt_path *path)
 	spin_unlock_irqrestore(&path->state_lock, flags);
 	path->recon_cnt++;
 	reinit_completion(&path->info_done);
-	err = rtrs_clt_path_open(path);
+	return rtrs_clt_path_open(path);
+}
+
+static int rtrs_clt_reconnect_once(struct rtrs_clt_path *path)
+{
+	int err;
+
+	err = rtrs_clt_path_reopen(path);
+	if (err == -EALREADY)
+		return err;
 	rtrs_clt_stats_reconnect(path->stats, !err);
 	trace_rtrs_clt_reconnect_done(path, err);
 	return err;
@@ -1857,7 +1872,7 @@ static int rtrs_clt_add_path(struct rtrs_clt_sess *sess,
 			     const struct rtrs_addr *addr)
 {
 	struct rtrs_clt_path *path;
-	int err;
+	int err, tries;
 
 	lockdep_assert_held(&sess->ctl_mutex);
 	path = rtrs_clt_alloc_path(sess, addr);
@@ -1869,6 +1884,11 @@ static int rtrs_clt_add_path(struct rtrs_clt_sess *sess,
 
 	mutex_lock(&path->setup_mutex);
 	err = rtrs_clt_path_open(path);
+	for (tries = 1; err == -EAGAIN && tries < RTRS_CLT_ADD_PATH_TRIES;
+	     tries++) {
+		msleep(RTRS_CLT_ADD_PATH_RETRY_MS);
+		err = rtrs_clt_path_reopen(path);
+	}
 	mutex_unlock(&path->setup_mutex);
 	if (err) {
 		rtrs_clt_unlist_path(path);

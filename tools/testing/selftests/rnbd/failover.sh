@@ -334,15 +334,11 @@ srv_disconnect_path() {
 	io_flows
 }
 
-# add_path PATH: add it again; the server refuses it (EEXIST) while it
-# still closes the old path between the same addresses.
-add_path_once() {
+# add_path PATH: add it again, at once: add_path waits itself until the
+# server is done closing the old path between the same addresses.
+add_path() {
 	echo "ip:$(rnbd_path_addr "$1" client)@ip:$(rnbd_path_addr "$1" server)" \
 		>"$SESS/add_path"
-}
-
-add_path() {
-	rnbd_wait 30 add_path_once "$1" || add_path_once "$1"
 }
 
 remove_add() {
