@@ -276,7 +276,7 @@ static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr,
 			  char *page)
 {
 	return sysfs_emit(page, "%s\n",
-		rnbd_clt_dev_state_str(READ_ONCE(to_clt_dev(kobj)->state)));
+			  rnbd_clt_dev_state_name(to_clt_dev(kobj)));
 }
 
 static struct kobj_attribute rnbd_clt_state_attr = __ATTR_RO(state);

@@ -7,18 +7,26 @@
  * and closed with CLOSE.  Both SESS_INFO and OPEN are READ requests whose
  * data is the server's answer.  A remap OPENs a mapped device again, under
  * its disk, and takes the server's new id, size and limits.
+ *
+ * When the session loses its last path the server closes its devices.
+ * Their IO waits meanwhile, queues quiesced, for at most reconnect_timeout
+ * seconds, then fails; once RTRS has a path again, the session's link work
+ * sends SESS_INFO and OPENs each device again, and the IO goes on with the
+ * new ids.  The locks and the rules between them are described at struct
+ * rnbd_clt_session.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
 #include <linux/idr.h>
+#include <linux/jiffies.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/rcupdate.h>
 #include <linux/sched/mm.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
-
-#include <rnbd-compat.h>
 
 #include "rnbd-clt.h"
 
@@ -31,9 +39,46 @@ static int rnbd_clt_major;
 /* Indexes N of /dev/rnbdN. */
 static DEFINE_IDA(rnbd_clt_ida);
 
-/* Serialises map and unmap; protects rnbd_clt_sessions and their devs. */
+/*
+ * Serialises map and unmap; protects rnbd_clt_sessions and, with each
+ * session's lock, their devs (see struct rnbd_clt_session).
+ */
 static DEFINE_MUTEX(rnbd_clt_mutex);
 static LIST_HEAD(rnbd_clt_sessions);
+
+/* The sessions' link and fail works, and the devices' limits works. */
+static struct workqueue_struct *rnbd_clt_wq;
+
+/* At most a day: a bound, not a way to wait for ever. */
+#define RNBD_CLT_MAX_RECONNECT_TIMEOUT	86400
+
+/* Seconds the IO of a session without a path waits for one. */
+static unsigned int rnbd_clt_reconnect_timeout = 30;
+
+static int rnbd_clt_set_reconnect_timeout(const char *val,
+					  const struct kernel_param *kp)
+{
+	unsigned int sec;
+
+	if (kstrtouint(val, 0, &sec) || sec > RNBD_CLT_MAX_RECONNECT_TIMEOUT) {
+		pr_err("reconnect_timeout must be 0 to %u seconds, got '%.*s'\n",
+		       RNBD_CLT_MAX_RECONNECT_TIMEOUT, (int)strcspn(val, "\n"),
+		       val);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*(unsigned int *)kp->arg, sec);
+	return 0;
+}
+
+static const struct kernel_param_ops rnbd_clt_reconnect_timeout_ops = {
+	.set = rnbd_clt_set_reconnect_timeout,
+	.get = param_get_uint,
+};
+
+module_param_cb(reconnect_timeout, &rnbd_clt_reconnect_timeout_ops,
+		&rnbd_clt_reconnect_timeout, 0644);
+MODULE_PARM_DESC(reconnect_timeout,
+		 "Seconds the IO of a session that lost its last path waits for one before it fails, 0 to 86400; a change applies from the next loss (default 30)");
 
 /**
  * struct rnbd_clt_iu - what a request of a mapped device carries
@@ -64,6 +109,30 @@ const char *rnbd_clt_dev_state_str(enum rnbd_clt_dev_state state)
 	return "unknown";
 }
 
+/* Was @dev opened on the server in the session's current epoch? */
+static bool rnbd_clt_dev_id_valid(const struct rnbd_clt_dev *dev)
+{
+	return READ_ONCE(dev->open_epoch) == READ_ONCE(dev->sess->epoch);
+}
+
+/**
+ * rnbd_clt_dev_state_name() - the state of a device, for sysfs
+ * @dev: the device
+ *
+ * A mapped device whose session lost its paths since it was opened is not
+ * open on the server: "closed", as Linux's client says then too.
+ *
+ * Return: "init", "open", "closed" or "unmapped".
+ */
+const char *rnbd_clt_dev_state_name(const struct rnbd_clt_dev *dev)
+{
+	enum rnbd_clt_dev_state state = READ_ONCE(dev->state);
+
+	if (state == RNBD_CLT_DEV_MAPPED && !rnbd_clt_dev_id_valid(dev))
+		state = RNBD_CLT_DEV_CLOSED;
+	return rnbd_clt_dev_state_str(state);
+}
+
 /* Messages of the session: one request, waited for */
 
 struct rnbd_clt_wait {
@@ -79,10 +148,16 @@ static void rnbd_clt_msg_conf(void *priv, int errno)
 	complete(&wait->done);
 }
 
-/* Send @msg; for a READ, the server's answer lands in @rsp (kmalloc'ed). */
+/*
+ * Send @msg; for a READ, the server's answer lands in @rsp (kmalloc'ed).
+ * With @epoch, only while the session is still in that epoch: a message
+ * naming a device by its id must not reach the next epoch's server
+ * session, where the id may be another device's.  The check and the send
+ * are one RCU read section, which rnbd_clt_link_ev() waits for.
+ */
 static int rnbd_clt_send_msg(struct rnbd_clt_session *sess, int dir,
 			     void *msg, size_t msg_len, void *rsp,
-			     size_t rsp_len)
+			     size_t rsp_len, const u32 *epoch)
 {
 	struct rnbd_clt_wait wait = { .errno = 0 };
 	struct rtrs_clt_req_ops ops = {
@@ -99,9 +174,14 @@ static int rnbd_clt_send_msg(struct rnbd_clt_session *sess, int dir,
 		sg_init_one(&sg, rsp, rsp_len);
 	permit = rtrs_clt_get_permit(sess->rtrs, RTRS_ADMIN_CON,
 				     RTRS_PERMIT_WAIT);
-	err = rtrs_clt_request(dir, &ops, sess->rtrs, permit, &vec, 1,
-			       rsp ? rsp_len : 0, rsp ? &sg : NULL,
-			       rsp ? 1 : 0);
+	rcu_read_lock();
+	if (epoch && *epoch != READ_ONCE(sess->epoch))
+		err = -ESTALE;
+	else
+		err = rtrs_clt_request(dir, &ops, sess->rtrs, permit, &vec, 1,
+				       rsp ? rsp_len : 0, rsp ? &sg : NULL,
+				       rsp ? 1 : 0);
+	rcu_read_unlock();
 	if (!err) {
 		wait_for_completion(&wait.done);
 		err = wait.errno;
@@ -123,7 +203,7 @@ static int rnbd_clt_send_sess_info(struct rnbd_clt_session *sess)
 	if (!rsp)
 		return -ENOMEM;
 	err = rnbd_clt_send_msg(sess, READ, &msg, sizeof(msg), rsp,
-				sizeof(*rsp));
+				sizeof(*rsp), NULL);
 	if (!err && le16_to_cpu(rsp->hdr.type) != RNBD_MSG_SESS_INFO_RSP)
 		err = -EBADMSG;
 	if (!err)
@@ -145,7 +225,7 @@ static int rnbd_clt_send_open(struct rnbd_clt_dev *dev,
 
 	strscpy(msg.dev_name, dev->pathname, sizeof(msg.dev_name));
 	err = rnbd_clt_send_msg(dev->sess, READ, &msg, sizeof(msg), rsp,
-				sizeof(*rsp));
+				sizeof(*rsp), NULL);
 	if (!err && le16_to_cpu(rsp->hdr.type) != RNBD_MSG_OPEN_RSP)
 		err = -EBADMSG;
 	return err;
@@ -160,7 +240,12 @@ static void rnbd_clt_take_open_rsp(struct rnbd_clt_dev *dev,
 	dev->new_flags = rsp->max_write_zeroes_sectors != 0;
 }
 
-static void rnbd_clt_send_close(struct rnbd_clt_dev *dev)
+/*
+ * CLOSE the device's id.  @any_epoch: the server has it open whatever the
+ * epoch (it said so); else only in the epoch the id was given in, as the
+ * server closed the device with the session otherwise.
+ */
+static void rnbd_clt_send_close(struct rnbd_clt_dev *dev, bool any_epoch)
 {
 	struct rnbd_msg_close msg = {
 		.hdr.type = cpu_to_le16(RNBD_MSG_CLOSE),
@@ -168,10 +253,32 @@ static void rnbd_clt_send_close(struct rnbd_clt_dev *dev)
 	};
 	int err;
 
-	err = rnbd_clt_send_msg(dev->sess, WRITE, &msg, sizeof(msg), NULL, 0);
-	if (err)
+	err = rnbd_clt_send_msg(dev->sess, WRITE, &msg, sizeof(msg), NULL, 0,
+				any_epoch ? NULL : &dev->open_epoch);
+	if (err && err != -ESTALE)
 		pr_warn("%s: CLOSE of %s failed: %d\n", dev->sess->sessname,
 			dev->pathname, err);
+}
+
+/*
+ * OPEN the device again.  Linux's server answers an OPEN of a device the
+ * session has open with the id it has; ours refuses it with EEXIST, and
+ * the device is closed first then.  The old id is closed in no other case:
+ * once the server closed the device (force_close), the id may have gone
+ * to another device of the session.
+ */
+static int rnbd_clt_reopen(struct rnbd_clt_dev *dev,
+			   struct rnbd_msg_open_rsp *rsp)
+{
+	int err;
+
+	lockdep_assert_held(&dev->lock);
+	err = rnbd_clt_send_open(dev, rsp);
+	if (err != -EEXIST)
+		return err;
+	rnbd_clt_send_close(dev, true);
+	WRITE_ONCE(dev->state, RNBD_CLT_DEV_CLOSED);
+	return rnbd_clt_send_open(dev, rsp);
 }
 
 /* IO */
@@ -256,12 +363,32 @@ static void rnbd_clt_io_conf(void *priv, int errno)
 	blk_mq_complete_request(blk_mq_rq_from_pdu(iu));
 }
 
+/*
+ * A request that came back because the session lost its last path waits
+ * for the session's next epoch, unless the device goes or the session
+ * waited for a path long enough.
+ */
+static bool rnbd_clt_may_retry(const struct rnbd_clt_dev *dev, int errno)
+{
+	return errno == -ECONNABORTED &&
+	       READ_ONCE(dev->state) == RNBD_CLT_DEV_MAPPED &&
+	       !READ_ONCE(dev->sess->io_fails);
+}
+
 static void rnbd_clt_complete_rq(struct request *rq)
 {
 	struct rnbd_clt_dev *dev = rq->q->queuedata;
 	struct rnbd_clt_iu *iu = blk_mq_rq_to_pdu(rq);
 
 	rtrs_clt_put_permit(dev->sess->rtrs, iu->permit);
+	/*
+	 * Back to the queue, which the link work quiesces (or has): it goes
+	 * out again when the device is open in the next epoch, or fails.
+	 */
+	if (rnbd_clt_may_retry(dev, iu->errno)) {
+		blk_mq_requeue_request(rq, true);
+		return;
+	}
 	blk_mq_end_request(rq, errno_to_blk_status(iu->errno));
 }
 
@@ -288,12 +415,25 @@ static int rnbd_clt_send_io(struct rnbd_clt_dev *dev, struct request *rq,
 				sg_cnt ? blk_rq_bytes(rq) : 0, iu->sg, sg_cnt);
 }
 
+/*
+ * The request of a device whose id is void: it waits, the link work
+ * quiescing the queue soon if it has not yet (BLK_STS_RESOURCE has blk-mq
+ * try again a few milliseconds later), or fails once the session waited
+ * for a path long enough.
+ */
+static blk_status_t rnbd_clt_no_id(struct rnbd_clt_dev *dev)
+{
+	return READ_ONCE(dev->sess->io_fails) ? BLK_STS_IOERR :
+						BLK_STS_RESOURCE;
+}
+
 static blk_status_t rnbd_clt_queue_rq(struct blk_mq_hw_ctx *hctx,
 				      const struct blk_mq_queue_data *bd)
 {
 	struct request *rq = bd->rq;
 	struct rnbd_clt_dev *dev = rq->q->queuedata;
 	struct rnbd_clt_iu *iu = blk_mq_rq_to_pdu(rq);
+	blk_status_t sts = BLK_STS_OK;
 	int err;
 
 	if (READ_ONCE(dev->state) != RNBD_CLT_DEV_MAPPED)
@@ -302,16 +442,29 @@ static blk_status_t rnbd_clt_queue_rq(struct blk_mq_hw_ctx *hctx,
 					 RTRS_PERMIT_NOWAIT);
 	if (!iu->permit)
 		return BLK_STS_RESOURCE;
+	/* The id is sent in the epoch it is valid in: see send_msg. */
+	rcu_read_lock();
+	if (!rnbd_clt_dev_id_valid(dev)) {
+		rcu_read_unlock();
+		sts = rnbd_clt_no_id(dev);
+		goto out_put_permit;
+	}
 	blk_mq_start_request(rq);
 	err = rnbd_clt_send_io(dev, rq, iu);
-	if (err) {
-		rtrs_clt_put_permit(dev->sess->rtrs, iu->permit);
-		pr_err_ratelimited("%s: IO to %s failed: %d\n",
-				   dev->sess->sessname, dev->gd->disk_name,
-				   err);
-		return err == -EOPNOTSUPP ? BLK_STS_NOTSUPP : BLK_STS_IOERR;
+	rcu_read_unlock();
+	if (!err)
+		return BLK_STS_OK;
+	if (err == -ECONNABORTED) {
+		/* No path: the loss is on its way to the link work. */
+		sts = rnbd_clt_no_id(dev);
+		goto out_put_permit;
 	}
-	return BLK_STS_OK;
+	pr_err_ratelimited("%s: IO to %s failed: %d\n", dev->sess->sessname,
+			   dev->gd->disk_name, err);
+	sts = err == -EOPNOTSUPP ? BLK_STS_NOTSUPP : BLK_STS_IOERR;
+out_put_permit:
+	rtrs_clt_put_permit(dev->sess->rtrs, iu->permit);
+	return sts;
 }
 
 static const struct blk_mq_ops rnbd_clt_mq_ops = {
@@ -352,15 +505,69 @@ static void rnbd_clt_limits(const struct rnbd_clt_dev *dev,
 		lim->logical_block_size = SECTOR_SIZE;
 }
 
-static int rnbd_clt_add_disk(struct rnbd_clt_dev *dev,
-			     const struct rnbd_msg_open_rsp *rsp)
+static bool rnbd_clt_limits_eq(const struct rnbd_clt_limits *a,
+			       const struct rnbd_clt_limits *b)
 {
-	struct rnbd_clt_limits lim;
-	struct gendisk *gd;
+	return a->logical_block_size == b->logical_block_size &&
+	       a->physical_block_size == b->physical_block_size &&
+	       a->max_hw_sectors == b->max_hw_sectors &&
+	       a->max_segments == b->max_segments &&
+	       a->virt_boundary_mask == b->virt_boundary_mask &&
+	       a->max_discard_sectors == b->max_discard_sectors &&
+	       a->discard_granularity == b->discard_granularity &&
+	       a->discard_alignment == b->discard_alignment &&
+	       a->max_secure_erase_sectors == b->max_secure_erase_sectors &&
+	       a->max_write_zeroes_sectors == b->max_write_zeroes_sectors &&
+	       a->write_cache == b->write_cache && a->fua == b->fua;
+}
+
+/* New limits for the disk; its queue is frozen. */
+static int rnbd_clt_apply_limits(struct rnbd_clt_dev *dev,
+				 const struct rnbd_clt_limits *lim)
+{
 	int err;
 
-	rnbd_clt_limits(dev, rsp, &lim);
-	gd = rnbd_compat_alloc_disk(&dev->sess->tag_set, &lim, dev);
+	lockdep_assert_held(&dev->lock);
+	err = rnbd_compat_update_limits(dev->gd->queue, lim);
+	if (err) {
+		pr_err("%s: %s keeps its queue limits, the server's new ones are refused: %d\n",
+		       dev->sess->sessname, dev->gd->disk_name, err);
+		return err;
+	}
+	dev->lim = *lim;
+	dev->lim_pending = false;
+	return 0;
+}
+
+/*
+ * The limits the server gave at a reconnect, which happened under a
+ * quiesced queue that cannot be frozen: its waiting requests hold it.
+ * Here the freeze waits for them without a lock, then the limits apply.
+ */
+static void rnbd_clt_limits_work(struct work_struct *work)
+{
+	struct rnbd_clt_dev *dev = container_of(work, struct rnbd_clt_dev,
+						limits_work);
+	struct request_queue *q = dev->gd->queue;
+
+	blk_mq_freeze_queue(q);
+	mutex_lock(&dev->lock);
+	if (dev->lim_pending && dev->state == RNBD_CLT_DEV_MAPPED &&
+	    !rnbd_clt_apply_limits(dev, &dev->new_lim))
+		pr_info("%s: %s takes the server's new queue limits\n",
+			dev->sess->sessname, dev->gd->disk_name);
+	dev->lim_pending = false;
+	mutex_unlock(&dev->lock);
+	blk_mq_unfreeze_queue(q);
+}
+
+static int rnbd_clt_alloc_disk(struct rnbd_clt_dev *dev,
+			       const struct rnbd_msg_open_rsp *rsp)
+{
+	struct gendisk *gd;
+
+	rnbd_clt_limits(dev, rsp, &dev->lim);
+	gd = rnbd_compat_alloc_disk(&dev->sess->tag_set, &dev->lim, dev);
 	if (IS_ERR(gd))
 		return PTR_ERR(gd);
 	gd->major = rnbd_clt_major;
@@ -372,30 +579,345 @@ static int rnbd_clt_add_disk(struct rnbd_clt_dev *dev,
 	set_capacity(gd, dev->nsectors);
 	set_disk_ro(gd, dev->access_mode == RNBD_ACCESS_RO);
 	dev->gd = gd;
-	/* Open for IO before add_disk(), which reads the partition table. */
-	WRITE_ONCE(dev->state, RNBD_CLT_DEV_MAPPED);
-	err = add_disk(gd);
-	if (err) {
-		WRITE_ONCE(dev->state, RNBD_CLT_DEV_UNMAPPING);
-		put_disk(gd);
-		dev->gd = NULL;
-	}
-	return err;
+	return 0;
 }
 
-/* Sessions */
+/* Sessions: the loss of the last path and the reconnect */
 
+/*
+ * RTRS's word that the session lost its last path or has one again, from
+ * RTRS's work: recorded, and acted on in the session's link work, as
+ * rtrs_clt_close() waits for this under rnbd_clt_mutex.
+ */
 static void rnbd_clt_link_ev(void *priv, enum rtrs_clt_link_ev ev)
 {
 	struct rnbd_clt_session *sess = priv;
+	bool up = ev == RTRS_CLT_LINK_EV_RECONNECTED;
+	bool queue;
 
-	/* The server closed the session's devices with its last path. */
-	if (ev == RTRS_CLT_LINK_EV_DISCONNECTED)
-		pr_warn("%s: lost its last path: IO fails until a path is back and the devices are remapped\n",
-			sess->sessname);
+	spin_lock(&sess->ev_lock);
+	sess->link_up = up;
+	if (up)
+		WRITE_ONCE(sess->io_fails, false);
 	else
-		pr_info("%s: a path is back: remap_device opens the devices again\n",
+		WRITE_ONCE(sess->epoch, sess->epoch + 1);
+	queue = !sess->closing;
+	spin_unlock(&sess->ev_lock);
+	/*
+	 * Whoever sends a device's id of the past epoch is done before RTRS
+	 * may connect a path again: the id cannot reach the next server
+	 * session.
+	 */
+	if (!up)
+		synchronize_rcu();
+	if (queue)
+		mod_delayed_work(rnbd_clt_wq, &sess->link_work, 0);
+}
+
+/* The last link event and the epoch; returns whether the session closes. */
+static bool rnbd_clt_read_link(struct rnbd_clt_session *sess, bool *up,
+			       u32 *epoch)
+{
+	bool closing;
+
+	spin_lock(&sess->ev_lock);
+	*up = sess->link_up;
+	*epoch = sess->epoch;
+	closing = sess->closing;
+	spin_unlock(&sess->ev_lock);
+	return closing;
+}
+
+/* Hold the device's requests in its queue. */
+static void rnbd_clt_park_dev(struct rnbd_clt_dev *dev)
+{
+	lockdep_assert_held(&dev->sess->lock);
+	if (dev->parked || READ_ONCE(dev->state) == RNBD_CLT_DEV_UNMAPPING)
+		return;
+	blk_mq_quiesce_queue(dev->gd->queue);
+	dev->parked = true;
+}
+
+/* Let them go: sent, or failed, by queue_rq. */
+static void rnbd_clt_unpark_dev(struct rnbd_clt_dev *dev)
+{
+	lockdep_assert_held(&dev->sess->lock);
+	if (!dev->parked)
+		return;
+	dev->parked = false;
+	blk_mq_unquiesce_queue(dev->gd->queue);
+	blk_mq_kick_requeue_list(dev->gd->queue);
+}
+
+static void rnbd_clt_unpark_devs(struct rnbd_clt_session *sess)
+{
+	struct rnbd_clt_dev *dev;
+
+	list_for_each_entry(dev, &sess->devs, entry)
+		rnbd_clt_unpark_dev(dev);
+}
+
+/*
+ * The session has no path: its open devices' ids are void, their IO waits
+ * from now on, for wait_sec at most.
+ */
+static void rnbd_clt_sess_down(struct rnbd_clt_session *sess, u32 epoch)
+{
+	struct rnbd_clt_dev *dev;
+	unsigned long delay;
+	unsigned int sec;
+
+	lockdep_assert_held(&sess->lock);
+	/* Seen already: the devices are parked, or the IO fails. */
+	if (sess->down_epoch == epoch)
+		return;
+	list_for_each_entry(dev, &sess->devs, entry) {
+		if (READ_ONCE(dev->state) == RNBD_CLT_DEV_MAPPED)
+			rnbd_clt_park_dev(dev);
+	}
+	sess->down_epoch = epoch;
+	sec = READ_ONCE(rnbd_clt_reconnect_timeout);
+	delay = msecs_to_jiffies(sec * MSEC_PER_SEC);
+	sess->wait_sec = sec;
+	sess->fail_deadline = jiffies + delay;
+	if (sec)
+		pr_warn("%s: lost its last path: IO waits up to %u s for it to come back\n",
+			sess->sessname, sec);
+	else
+		pr_warn("%s: lost its last path: IO fails until it comes back\n",
 			sess->sessname);
+	mod_delayed_work(rnbd_clt_wq, &sess->fail_work, delay);
+}
+
+/*
+ * The session waited long enough for a path: the IO of devices without a
+ * valid id fails, waiting and new, until a path is back.
+ */
+static void rnbd_clt_fail_work(struct work_struct *work)
+{
+	struct rnbd_clt_session *sess = container_of(to_delayed_work(work),
+						     struct rnbd_clt_session,
+						     fail_work);
+	bool fail = false;
+	long left = 0;
+
+	mutex_lock(&sess->lock);
+	spin_lock(&sess->ev_lock);
+	/* Not when a path is back, nor for a loss the link work has yet to see. */
+	if (!sess->link_up && sess->epoch == sess->down_epoch) {
+		left = (long)(sess->fail_deadline - jiffies);
+		if (left <= 0 && !sess->io_fails) {
+			WRITE_ONCE(sess->io_fails, true);
+			fail = true;
+		}
+	}
+	spin_unlock(&sess->ev_lock);
+	if (left > 0) {
+		/* A later loss moved the deadline while this one waited. */
+		mod_delayed_work(rnbd_clt_wq, &sess->fail_work, left);
+	} else if (fail) {
+		if (sess->wait_sec)
+			pr_err("%s: no path for %u s: IO fails until one is back\n",
+			       sess->sessname, sess->wait_sec);
+		rnbd_clt_unpark_devs(sess);
+	}
+	mutex_unlock(&sess->lock);
+}
+
+/* Is @dev to be opened on the server again in @epoch? */
+static bool rnbd_clt_dev_stale(const struct rnbd_clt_dev *dev, u32 epoch)
+{
+	switch (READ_ONCE(dev->state)) {
+	case RNBD_CLT_DEV_MAPPED:
+		return READ_ONCE(dev->open_epoch) != epoch;
+	case RNBD_CLT_DEV_CLOSED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * What the IO path needs of the answer to the OPEN of a reconnect; the
+ * queue is parked.  New limits need a frozen queue: the limits work's.
+ */
+static void rnbd_clt_take_reconnect_rsp(struct rnbd_clt_dev *dev,
+					const struct rnbd_msg_open_rsp *rsp,
+					u32 epoch)
+{
+	struct rnbd_clt_limits lim;
+
+	lockdep_assert_held(&dev->lock);
+	rnbd_clt_take_open_rsp(dev, rsp);
+	WRITE_ONCE(dev->open_epoch, epoch);
+	WRITE_ONCE(dev->state, RNBD_CLT_DEV_MAPPED);
+	set_capacity_and_notify(dev->gd, dev->nsectors);
+	rnbd_clt_limits(dev, rsp, &lim);
+	if (rnbd_clt_limits_eq(&lim, &dev->lim))
+		return;
+	dev->new_lim = lim;
+	dev->lim_pending = true;
+	queue_work(rnbd_clt_wq, &dev->limits_work);
+}
+
+/*
+ * OPEN a parked device again in @epoch.  Return: 0, -ECONNABORTED when the
+ * session lost its path again (the device waits for the next epoch),
+ * -ENODEV when it is being unmapped, else the server's errno, and the
+ * device is closed.
+ */
+static int rnbd_clt_reopen_dev(struct rnbd_clt_dev *dev, u32 epoch,
+			       struct rnbd_msg_open_rsp *rsp)
+{
+	int err;
+
+	mutex_lock(&dev->lock);
+	if (!rnbd_clt_dev_stale(dev, epoch)) {
+		err = dev->state == RNBD_CLT_DEV_UNMAPPING ? -ENODEV : 0;
+		goto out_unlock;
+	}
+	err = rnbd_clt_reopen(dev, rsp);
+	if (!err) {
+		rnbd_clt_take_reconnect_rsp(dev, rsp, epoch);
+	} else if (err != -ECONNABORTED) {
+		WRITE_ONCE(dev->state, RNBD_CLT_DEV_CLOSED);
+		pr_err("%s: %s (%s) cannot be opened again: %d; its IO fails until a remap_device\n",
+		       dev->sess->sessname, dev->gd->disk_name, dev->pathname,
+		       err);
+	}
+out_unlock:
+	mutex_unlock(&dev->lock);
+	return err;
+}
+
+/* The server answered SESS_INFO with an error: no device can be opened. */
+static void rnbd_clt_close_stale(struct rnbd_clt_session *sess, u32 epoch)
+{
+	struct rnbd_clt_dev *dev;
+
+	list_for_each_entry(dev, &sess->devs, entry) {
+		mutex_lock(&dev->lock);
+		if (rnbd_clt_dev_stale(dev, epoch))
+			WRITE_ONCE(dev->state, RNBD_CLT_DEV_CLOSED);
+		mutex_unlock(&dev->lock);
+	}
+}
+
+/* Return: the number of devices opened, or -ECONNABORTED. */
+static int rnbd_clt_reopen_devs(struct rnbd_clt_session *sess, u32 epoch)
+{
+	struct rnbd_msg_open_rsp *rsp;
+	struct rnbd_clt_dev *dev;
+	int err, n = 0;
+
+	rsp = kmalloc(sizeof(*rsp), GFP_KERNEL);
+	if (!rsp)
+		return -ENOMEM;
+	list_for_each_entry(dev, &sess->devs, entry) {
+		if (!rnbd_clt_dev_stale(dev, epoch))
+			continue;
+		memset(rsp, 0, sizeof(*rsp));
+		err = rnbd_clt_reopen_dev(dev, epoch, rsp);
+		if (err == -ECONNABORTED) {
+			n = err;
+			break;
+		}
+		if (!err)
+			n++;
+	}
+	kfree(rsp);
+	return n;
+}
+
+/*
+ * The session has a path again, in @epoch: SESS_INFO, then OPEN each of its
+ * devices without a valid id again, and let their IO go.  Should the path
+ * go again meanwhile, the devices wait for the next epoch; the loss that
+ * comes with it parks those let go.  A retry a second later covers an
+ * RTRS that had no path for a request but sent no event of it.
+ */
+static void rnbd_clt_sess_up(struct rnbd_clt_session *sess, u32 epoch)
+{
+	struct rnbd_clt_dev *dev;
+	int n, err;
+
+	lockdep_assert_held(&sess->lock);
+	list_for_each_entry(dev, &sess->devs, entry) {
+		if (rnbd_clt_dev_stale(dev, epoch))
+			rnbd_clt_park_dev(dev);
+	}
+	err = rnbd_clt_send_sess_info(sess);
+	if (err == -ECONNABORTED)
+		goto out_retry;
+	if (err) {
+		pr_err("%s: the server refused SESS_INFO: the devices are closed\n",
+		       sess->sessname);
+		rnbd_clt_close_stale(sess, epoch);
+		n = 0;
+	} else {
+		n = rnbd_clt_reopen_devs(sess, epoch);
+		if (n == -ECONNABORTED)
+			goto out_retry;
+		if (n < 0) {
+			/* Out of memory: another try later. */
+			pr_err("%s: cannot reopen the devices: %d\n",
+			       sess->sessname, n);
+			goto out_retry;
+		}
+	}
+	sess->handled_epoch = epoch;
+	rnbd_clt_unpark_devs(sess);
+	pr_info("%s: reconnected, %d devices reopened\n", sess->sessname, n);
+	return;
+
+out_retry:
+	/* Not later than an event queued meanwhile. */
+	queue_delayed_work(rnbd_clt_wq, &sess->link_work, HZ);
+}
+
+static void rnbd_clt_link_work(struct work_struct *work)
+{
+	struct rnbd_clt_session *sess = container_of(to_delayed_work(work),
+						     struct rnbd_clt_session,
+						     link_work);
+	unsigned int noio;
+	bool up;
+	u32 epoch;
+
+	/* Reclaim must not wait for IO that waits for this work. */
+	noio = memalloc_noio_save();
+	mutex_lock(&sess->lock);
+	if (rnbd_clt_read_link(sess, &up, &epoch))
+		goto out_unlock;
+	if (!up)
+		rnbd_clt_sess_down(sess, epoch);
+	else if (sess->handled_epoch != epoch)
+		rnbd_clt_sess_up(sess, epoch);
+out_unlock:
+	mutex_unlock(&sess->lock);
+	memalloc_noio_restore(noio);
+}
+
+static void rnbd_clt_cancel_link(struct rnbd_clt_session *sess)
+{
+	cancel_delayed_work_sync(&sess->link_work);
+	cancel_delayed_work_sync(&sess->fail_work);
+}
+
+/*
+ * Close the RTRS session of a session being released, without devices.
+ * The link work stops first, as it uses the RTRS session; a link event
+ * that raced it may queue it again until rtrs_clt_close() has waited for
+ * that event, but it finds the session closing.
+ */
+static void rnbd_clt_close_rtrs(struct rnbd_clt_session *sess)
+{
+	spin_lock(&sess->ev_lock);
+	sess->closing = true;
+	spin_unlock(&sess->ev_lock);
+	rnbd_clt_cancel_link(sess);
+	rtrs_clt_close(sess->rtrs);
+	rnbd_clt_cancel_link(sess);
 }
 
 static int rnbd_clt_alloc_tag_set(struct rnbd_clt_session *sess)
@@ -440,17 +962,40 @@ static int rnbd_clt_open_rtrs(struct rnbd_clt_session *sess,
 }
 
 static struct rnbd_clt_session *
+rnbd_clt_alloc_sess(const struct rnbd_clt_map_opts *opts)
+{
+	struct rnbd_clt_session *sess;
+
+	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
+	if (!sess)
+		return NULL;
+	strscpy(sess->sessname, opts->sessname, sizeof(sess->sessname));
+	kref_init(&sess->kref);
+	mutex_init(&sess->lock);
+	INIT_LIST_HEAD(&sess->devs);
+	spin_lock_init(&sess->ev_lock);
+	/* rtrs_clt_open() returns with every path connected. */
+	sess->link_up = true;
+	INIT_DELAYED_WORK(&sess->link_work, rnbd_clt_link_work);
+	INIT_DELAYED_WORK(&sess->fail_work, rnbd_clt_fail_work);
+	return sess;
+}
+
+static void rnbd_clt_free_sess(struct rnbd_clt_session *sess)
+{
+	mutex_destroy(&sess->lock);
+	kfree(sess);
+}
+
+static struct rnbd_clt_session *
 rnbd_clt_create_sess(const struct rnbd_clt_map_opts *opts)
 {
 	struct rnbd_clt_session *sess;
 	int err;
 
-	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
+	sess = rnbd_clt_alloc_sess(opts);
 	if (!sess)
 		return ERR_PTR(-ENOMEM);
-	strscpy(sess->sessname, opts->sessname, sizeof(sess->sessname));
-	kref_init(&sess->kref);
-	INIT_LIST_HEAD(&sess->devs);
 	err = rnbd_clt_open_rtrs(sess, opts);
 	if (err)
 		goto out_free_sess;
@@ -466,9 +1011,9 @@ rnbd_clt_create_sess(const struct rnbd_clt_map_opts *opts)
 out_free_tag_set:
 	blk_mq_free_tag_set(&sess->tag_set);
 out_close_rtrs:
-	rtrs_clt_close(sess->rtrs);
+	rnbd_clt_close_rtrs(sess);
 out_free_sess:
-	kfree(sess);
+	rnbd_clt_free_sess(sess);
 	return ERR_PTR(err);
 }
 
@@ -495,9 +1040,9 @@ static void rnbd_clt_sess_release(struct kref *kref)
 
 	lockdep_assert_held(&rnbd_clt_mutex);
 	list_del(&sess->entry);
-	rtrs_clt_close(sess->rtrs);
+	rnbd_clt_close_rtrs(sess);
 	blk_mq_free_tag_set(&sess->tag_set);
-	kfree(sess);
+	rnbd_clt_free_sess(sess);
 }
 
 static void rnbd_clt_put_sess(struct rnbd_clt_session *sess)
@@ -546,6 +1091,7 @@ rnbd_clt_alloc_dev(struct rnbd_clt_session *sess,
 	dev->nr_poll_queues = opts->nr_poll_queues;
 	dev->state = RNBD_CLT_DEV_MAPPING;
 	mutex_init(&dev->lock);
+	INIT_WORK(&dev->limits_work, rnbd_clt_limits_work);
 	rnbd_clt_sysfs_init_dev(dev);
 	dev->index = ida_alloc_max(&rnbd_clt_ida,
 				   (1 << (MINORBITS - RNBD_CLT_PART_BITS)) - 1,
@@ -559,7 +1105,84 @@ rnbd_clt_alloc_dev(struct rnbd_clt_session *sess,
 	return dev;
 }
 
-/* Open the device on the server and make its disk. */
+/*
+ * A device opened on the server joins its session, open for IO, unless the
+ * session lost its last path since the OPEN: the server closed it then.
+ * From here the link work sees it; a loss while its disk is added parks
+ * the partition scan's IO like any other.
+ */
+static int rnbd_clt_list_dev(struct rnbd_clt_dev *dev)
+{
+	struct rnbd_clt_session *sess = dev->sess;
+	int err = 0;
+
+	lockdep_assert_held(&rnbd_clt_mutex);
+	mutex_lock(&sess->lock);
+	if (!rnbd_clt_dev_id_valid(dev)) {
+		pr_err("%s: lost its last path while %s was being mapped\n",
+		       sess->sessname, dev->pathname);
+		err = -ECONNABORTED;
+		goto out_unlock;
+	}
+	mutex_lock(&dev->lock);
+	WRITE_ONCE(dev->state, RNBD_CLT_DEV_MAPPED);
+	mutex_unlock(&dev->lock);
+	list_add_tail(&dev->entry, &sess->devs);
+out_unlock:
+	mutex_unlock(&sess->lock);
+	return err;
+}
+
+/*
+ * The link work is to leave the device alone and let its IO fail: it is
+ * "unmapped".  Nothing of it waits in the queue any more.
+ */
+static void rnbd_clt_release_dev_io(struct rnbd_clt_dev *dev)
+{
+	struct rnbd_clt_session *sess = dev->sess;
+
+	mutex_lock(&sess->lock);
+	rnbd_clt_unpark_dev(dev);
+	mutex_unlock(&sess->lock);
+	cancel_work_sync(&dev->limits_work);
+}
+
+/* Undo rnbd_clt_list_dev(), for a map that failed after it. */
+static void rnbd_clt_unlist_dev(struct rnbd_clt_dev *dev)
+{
+	struct rnbd_clt_session *sess = dev->sess;
+
+	lockdep_assert_held(&rnbd_clt_mutex);
+	mutex_lock(&dev->lock);
+	WRITE_ONCE(dev->state, RNBD_CLT_DEV_UNMAPPING);
+	mutex_unlock(&dev->lock);
+	rnbd_clt_release_dev_io(dev);
+	mutex_lock(&sess->lock);
+	list_del(&dev->entry);
+	mutex_unlock(&sess->lock);
+}
+
+/*
+ * OPEN the device in the session's current epoch.  Return: 0, or a
+ * negative errno, logged.
+ */
+static int rnbd_clt_open_dev(struct rnbd_clt_dev *dev,
+			     struct rnbd_msg_open_rsp *rsp)
+{
+	int err;
+
+	dev->open_epoch = READ_ONCE(dev->sess->epoch);
+	err = rnbd_clt_send_open(dev, rsp);
+	if (err) {
+		pr_err("%s: cannot open %s on the server: %d\n",
+		       dev->sess->sessname, dev->pathname, err);
+		return err;
+	}
+	rnbd_clt_take_open_rsp(dev, rsp);
+	return 0;
+}
+
+/* Open the device on the server and add its disk. */
 static int rnbd_clt_setup_dev(struct rnbd_clt_dev *dev)
 {
 	struct rnbd_msg_open_rsp *rsp;
@@ -568,35 +1191,42 @@ static int rnbd_clt_setup_dev(struct rnbd_clt_dev *dev)
 	rsp = kzalloc(sizeof(*rsp), GFP_KERNEL);
 	if (!rsp)
 		return -ENOMEM;
-	err = rnbd_clt_send_open(dev, rsp);
-	if (err) {
-		pr_err("%s: cannot open %s on the server: %d\n",
-		       dev->sess->sessname, dev->pathname, err);
+	err = rnbd_clt_open_dev(dev, rsp);
+	if (err)
 		goto out_free_rsp;
-	}
-	rnbd_clt_take_open_rsp(dev, rsp);
-	err = rnbd_clt_add_disk(dev, rsp);
+	err = rnbd_clt_alloc_disk(dev, rsp);
 	if (err)
 		goto out_close;
+	err = rnbd_clt_list_dev(dev);
+	if (err)
+		goto out_put_disk;
+	err = add_disk(dev->gd);
+	if (err)
+		goto out_unlist;
 	pr_info("%s: %s mapped as %s (%llu sectors, %s)\n",
 		dev->sess->sessname, dev->pathname, dev->gd->disk_name,
 		dev->nsectors, rnbd_access_mode_str(dev->access_mode));
 	kfree(rsp);
 	return 0;
 
+out_unlist:
+	rnbd_clt_unlist_dev(dev);
+out_put_disk:
+	put_disk(dev->gd);
+	dev->gd = NULL;
 out_close:
-	rnbd_clt_send_close(dev);
+	rnbd_clt_send_close(dev, false);
 out_free_rsp:
 	kfree(rsp);
 	return err;
 }
 
-/* @close: the device is open on the server (not "closed" by a remap). */
+/* @close: the device is open on the server (not "closed"). */
 static void rnbd_clt_del_disk(struct rnbd_clt_dev *dev, bool close)
 {
 	del_gendisk(dev->gd);
 	if (close)
-		rnbd_clt_send_close(dev);
+		rnbd_clt_send_close(dev, false);
 	put_disk(dev->gd);
 	dev->gd = NULL;
 }
@@ -643,12 +1273,11 @@ int rnbd_clt_map(struct rnbd_clt_map_opts *opts)
 	err = rnbd_clt_sysfs_add_dev(dev);
 	if (err)
 		goto out_del_disk;
-	list_add_tail(&dev->entry, &sess->devs);
 	mutex_unlock(&rnbd_clt_mutex);
 	return 0;
 
 out_del_disk:
-	WRITE_ONCE(dev->state, RNBD_CLT_DEV_UNMAPPING);
+	rnbd_clt_unlist_dev(dev);
 	rnbd_clt_del_disk(dev, true);
 out_put_dev:
 	kobject_put(&dev->kobj);
@@ -662,26 +1291,30 @@ out_unlock:
 
 /*
  * Refuse a normal unmap while the disk is open; make the device refuse
- * new IO.  The disk's open_mutex keeps openers out while we look.  @close
- * says whether the server has the device open, to be closed.
+ * new IO.  The disk's open_mutex keeps openers out while we look; a force
+ * unmap does not look, nor wait there for an opener that waits for IO
+ * (a partition scan of a session without a path).  @close says whether
+ * the server has the device open, to be closed.
  */
 static int rnbd_clt_start_unmap(struct rnbd_clt_dev *dev, bool force,
 				bool *close)
 {
 	int err = 0;
 
-	mutex_lock(&dev->gd->open_mutex);
+	if (!force)
+		mutex_lock(&dev->gd->open_mutex);
 	mutex_lock(&dev->lock);
 	*close = dev->state == RNBD_CLT_DEV_MAPPED;
 	if (dev->state != RNBD_CLT_DEV_MAPPED &&
 	    dev->state != RNBD_CLT_DEV_CLOSED)
 		err = -EALREADY;
-	else if (disk_openers(dev->gd) && !force)
+	else if (!force && disk_openers(dev->gd))
 		err = -EBUSY;
 	else
 		WRITE_ONCE(dev->state, RNBD_CLT_DEV_UNMAPPING);
 	mutex_unlock(&dev->lock);
-	mutex_unlock(&dev->gd->open_mutex);
+	if (!force)
+		mutex_unlock(&dev->gd->open_mutex);
 	return err;
 }
 
@@ -690,6 +1323,8 @@ static int rnbd_clt_start_unmap(struct rnbd_clt_dev *dev, bool force,
  * @dev: the device
  * @force: unmap it even while it is open
  * @self: the sysfs file of @dev this is written through
+ *
+ * The IO of the device that waits for its session's reconnect fails.
  *
  * Return: 0, -EBUSY when @dev is open and not @force, -EALREADY when it
  * is being unmapped already.
@@ -704,6 +1339,7 @@ int rnbd_clt_unmap(struct rnbd_clt_dev *dev, bool force,
 	err = rnbd_clt_start_unmap(dev, force, &close);
 	if (err)
 		return err;
+	rnbd_clt_release_dev_io(dev);
 	sysfs_remove_file_self(&dev->kobj, self);
 	pr_info("%s: unmapping %s (%s)\n", sess->sessname, dev->gd->disk_name,
 		dev->pathname);
@@ -711,7 +1347,9 @@ int rnbd_clt_unmap(struct rnbd_clt_dev *dev, bool force,
 	rnbd_clt_del_disk(dev, close);
 
 	mutex_lock(&rnbd_clt_mutex);
+	mutex_lock(&sess->lock);
 	list_del(&dev->entry);
+	mutex_unlock(&sess->lock);
 	kobject_put(&dev->kobj);
 	rnbd_clt_put_sess(sess);
 	mutex_unlock(&rnbd_clt_mutex);
@@ -722,60 +1360,39 @@ int rnbd_clt_unmap(struct rnbd_clt_dev *dev, bool force,
 /* Remap and resize */
 
 /*
- * OPEN the device again.  Linux's server answers an OPEN of a device the
- * session has open with the id it has; ours refuses it with EEXIST, and
- * the device is closed first then.  The old id is closed in no other case:
- * once the server closed the device (force_close), the id may have gone
- * to another device of the session.
- */
-static int rnbd_clt_reopen(struct rnbd_clt_dev *dev,
-			   struct rnbd_msg_open_rsp *rsp)
-{
-	int err;
-
-	lockdep_assert_held(&dev->lock);
-	err = rnbd_clt_send_open(dev, rsp);
-	if (err != -EEXIST)
-		return err;
-	rnbd_clt_send_close(dev);
-	WRITE_ONCE(dev->state, RNBD_CLT_DEV_CLOSED);
-	return rnbd_clt_send_open(dev, rsp);
-}
-
-/*
- * The new id, size and limits of the device; its queue is frozen.  The
- * size undoes a resize: it is the server's again.
+ * The new id, size and limits of the device, opened in @epoch; its queue
+ * is frozen.  The size undoes a resize: it is the server's again.
  */
 static int rnbd_clt_take_reopen_rsp(struct rnbd_clt_dev *dev,
-				    const struct rnbd_msg_open_rsp *rsp)
+				    const struct rnbd_msg_open_rsp *rsp,
+				    u32 epoch)
 {
 	struct rnbd_clt_limits lim;
-	int err;
 
 	rnbd_clt_take_open_rsp(dev, rsp);
+	WRITE_ONCE(dev->open_epoch, epoch);
 	WRITE_ONCE(dev->state, RNBD_CLT_DEV_MAPPED);
 	set_capacity_and_notify(dev->gd, dev->nsectors);
 	rnbd_clt_limits(dev, rsp, &lim);
-	err = rnbd_compat_update_limits(dev->gd->queue, &lim);
-	if (err)
-		pr_err("%s: %s keeps its queue limits, the server's new ones are refused: %d\n",
-		       dev->sess->sessname, dev->gd->disk_name, err);
-	return err;
+	return rnbd_clt_apply_limits(dev, &lim);
 }
 
 /*
- * No IO is in flight or sent while the device changes its id; nothing
- * allocated meanwhile may wait for IO to it.
+ * OPEN the device again; its queue is frozen: no IO is in flight or sent
+ * while the device changes its id.  Nothing allocated meanwhile may wait
+ * for IO to it.
  */
 static int rnbd_clt_remap_frozen(struct rnbd_clt_dev *dev,
 				 struct rnbd_msg_open_rsp *rsp)
 {
-	struct request_queue *q = dev->gd->queue;
 	unsigned int noio;
+	u32 epoch;
 	int err;
 
-	blk_mq_freeze_queue(q);
+	lockdep_assert_held(&dev->lock);
 	noio = memalloc_noio_save();
+	/* An OPEN answered in a later epoch is opened again at its reconnect. */
+	epoch = READ_ONCE(dev->sess->epoch);
 	err = rnbd_clt_reopen(dev, rsp);
 	if (err)
 		pr_err("%s: remap_device: cannot open %s on the server: %d%s\n",
@@ -783,10 +1400,18 @@ static int rnbd_clt_remap_frozen(struct rnbd_clt_dev *dev,
 		       dev->state == RNBD_CLT_DEV_CLOSED ?
 		       "; the device is closed" : "");
 	else
-		err = rnbd_clt_take_reopen_rsp(dev, rsp);
+		err = rnbd_clt_take_reopen_rsp(dev, rsp, epoch);
 	memalloc_noio_restore(noio);
-	blk_mq_unfreeze_queue(q);
 	return err;
+}
+
+static bool rnbd_clt_sess_link_up(struct rnbd_clt_session *sess)
+{
+	bool up;
+	u32 epoch;
+
+	rnbd_clt_read_link(sess, &up, &epoch);
+	return up;
 }
 
 /**
@@ -796,19 +1421,28 @@ static int rnbd_clt_remap_frozen(struct rnbd_clt_dev *dev,
  * The disk stays; its IO waits meanwhile.  The device takes the server's
  * new id, size and queue limits.
  *
- * Context: process, under a sysfs file of @dev.
- * Return: 0, -ENODEV when @dev is being unmapped, or the server's errno;
- * the device is "closed" then if it was closed on the server for the
- * remap.
+ * Context: process, under a sysfs file of @dev.  The freeze waits for the
+ * device's IO without a lock: the session's link work, which may be what
+ * that IO waits for, takes @dev's lock.
+ * Return: 0, -ENODEV when @dev is being unmapped, -ENOTCONN when its
+ * session has no path, or the server's errno; the device is "closed" then
+ * if it was closed on the server for the remap.
  */
 int rnbd_clt_remap(struct rnbd_clt_dev *dev)
 {
+	struct request_queue *q = dev->gd->queue;
 	struct rnbd_msg_open_rsp *rsp;
 	int err;
 
+	if (!rnbd_clt_sess_link_up(dev->sess)) {
+		pr_err("%s: remap_device: %s: the session has no path; the device is opened again when it has one\n",
+		       dev->sess->sessname, dev->gd->disk_name);
+		return -ENOTCONN;
+	}
 	rsp = kzalloc(sizeof(*rsp), GFP_KERNEL);
 	if (!rsp)
 		return -ENOMEM;
+	blk_mq_freeze_queue(q);
 	mutex_lock(&dev->lock);
 	if (dev->state != RNBD_CLT_DEV_MAPPED &&
 	    dev->state != RNBD_CLT_DEV_CLOSED) {
@@ -824,6 +1458,7 @@ int rnbd_clt_remap(struct rnbd_clt_dev *dev)
 			dev->device_id, dev->nsectors);
 out_unlock:
 	mutex_unlock(&dev->lock);
+	blk_mq_unfreeze_queue(q);
 	kfree(rsp);
 	return err;
 }
@@ -864,10 +1499,15 @@ static int __init rnbd_clt_init(void)
 {
 	int err;
 
+	/* IO of the devices waits for its works: they may not wait for memory. */
+	rnbd_clt_wq = alloc_workqueue("rnbd_clt_wq", WQ_MEM_RECLAIM, 0);
+	if (!rnbd_clt_wq)
+		return -ENOMEM;
 	rnbd_clt_major = register_blkdev(0, "rnbd");
 	if (rnbd_clt_major < 0) {
 		pr_err("cannot register a block major: %d\n", rnbd_clt_major);
-		return rnbd_clt_major;
+		err = rnbd_clt_major;
+		goto out_destroy_wq;
 	}
 	err = rnbd_clt_sysfs_init();
 	if (err)
@@ -876,6 +1516,8 @@ static int __init rnbd_clt_init(void)
 
 out_unregister_blkdev:
 	unregister_blkdev(rnbd_clt_major, "rnbd");
+out_destroy_wq:
+	destroy_workqueue(rnbd_clt_wq);
 	return err;
 }
 
@@ -886,6 +1528,7 @@ static void __exit rnbd_clt_exit(void)
 	WARN_ON(!list_empty(&rnbd_clt_sessions));
 	unregister_blkdev(rnbd_clt_major, "rnbd");
 	ida_destroy(&rnbd_clt_ida);
+	destroy_workqueue(rnbd_clt_wq);
 }
 
 module_init(rnbd_clt_init);

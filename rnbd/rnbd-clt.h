@@ -10,6 +10,10 @@
 #include <linux/kref.h>
 #include <linux/mutex.h>
 #include <linux/socket.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+
+#include <rnbd-compat.h>
 
 #include "rnbd-proto.h"
 #include "rtrs.h"
@@ -54,9 +58,51 @@ struct rnbd_clt_map_opts {
  * @max_io_size: largest IO in bytes
  * @max_segments: largest number of segments of an IO
  * @ver: the protocol's major version both sides speak
+ * @lock: see below
  * @devs: its devices
+ * @handled_epoch: the @epoch the link work last opened the devices again in
+ *		   (or the first)
+ * @down_epoch: the @epoch of the last loss the link work saw
+ * @wait_sec: how long IO waits in that loss, reconnect_timeout then
+ * @fail_deadline: when IO starts to fail in that loss, in jiffies
+ * @ev_lock: see below
+ * @link_up: the last link event was RECONNECTED (or none came yet)
+ * @closing: the session is being released: link events queue no work, the
+ *	     link work does nothing
+ * @epoch: how many times the session lost its last path
+ * @io_fails: the session has no path and has waited @wait_sec for one: IO
+ *	      of a device not opened in the current @epoch fails
+ * @link_work: acts on the link events
+ * @fail_work: makes the IO fail once the session waited @wait_sec
  *
- * The list of sessions and @devs are protected by rnbd_clt_mutex.
+ * The devices of a session are opened on the server in one epoch of it,
+ * the span between two losses of its last path: the server closes a
+ * session's devices when its last path goes, so their ids are void in the
+ * next epoch (struct rnbd_clt_dev's @open_epoch).
+ *
+ * Locks, outermost first:
+ * rnbd_clt_mutex (rnbd-clt.c) protects the list of sessions and
+ * serialises map and unmap; a session is released under it.
+ * A disk's open_mutex: a normal unmap holds it while it looks at the
+ * disk's openers and marks the device unmapped.
+ * @lock protects @handled_epoch, @down_epoch, @wait_sec, @fail_deadline and
+ * the @parked of each device (the link and fail works quiesce and
+ * unquiesce the queues under it); it and rnbd_clt_mutex both protect
+ * @devs: map and unmap change it holding both, others read it under
+ * either.  The link and fail works run under @lock, never rnbd_clt_mutex,
+ * so that the release cancels them under rnbd_clt_mutex.
+ * A device's lock (struct rnbd_clt_dev) serialises its remap, resize and
+ * reopen.
+ * @ev_lock, a spinlock, protects @link_up, @closing, @epoch and @io_fails;
+ * the IO path reads @epoch and @io_fails without it.  rnbd_clt_link_ev()
+ * takes no other lock: RTRS calls it in its own work, which
+ * rtrs_clt_close() waits for.
+ *
+ * The IO of a session without a path drains only through the link and
+ * fail works: nothing waits for a device's IO (a queue freeze, a
+ * del_gendisk()) holding @lock or a device's lock.  A remap freezes the
+ * queue before it takes the device's lock; a map waits for its partition
+ * scan under rnbd_clt_mutex only.
  */
 struct rnbd_clt_session {
 	struct list_head entry;
@@ -68,12 +114,30 @@ struct rnbd_clt_session {
 	u32 max_io_size;
 	u32 max_segments;
 	u8 ver;
+
+	struct mutex lock;	/* see above */
 	struct list_head devs;
+	u32 handled_epoch;
+	u32 down_epoch;
+	unsigned int wait_sec;
+	unsigned long fail_deadline;
+
+	spinlock_t ev_lock;	/* see above */
+	bool link_up;
+	bool closing;
+	u32 epoch;
+	bool io_fails;
+
+	struct delayed_work link_work;
+	struct delayed_work fail_work;
 };
 
 /*
- * CLOSED: a remap closed the device on the server and could not open it
- * again; IO fails until a remap succeeds.
+ * MAPPED: open on the server in the device's open_epoch; while that is not
+ * the session's epoch any more, its IO waits for the session's reconnect,
+ * or fails once the session waited reconnect_timeout.
+ * CLOSED: a remap or reconnect closed the device on the server and could
+ * not open it again; IO fails until a remap or reconnect opens it.
  */
 enum rnbd_clt_dev_state {
 	RNBD_CLT_DEV_MAPPING,
@@ -95,13 +159,21 @@ enum rnbd_clt_dev_state {
  * @pathname: the device's path on the server
  * @access_mode: an enum rnbd_access_mode
  * @nr_poll_queues: what map_device asked for
- * @lock: serialises remap and resize; protects @state
+ * @lock: serialises remap, resize and reopen; protects @state, @lim,
+ *	  @new_lim and @lim_pending
  * @state: an enum rnbd_clt_dev_state
  * @new_flags: the server takes RNBD_F_PREFLUSH and RNBD_F_NOUNMAP (it
  *	       offers WRITE_ZEROES, which came in the same version)
+ * @open_epoch: the session's epoch @device_id was given in
+ * @parked: the session's link work quiesced the queue (@sess's @lock)
+ * @lim: the queue limits the disk has
+ * @new_lim: the server's limits at a reconnect, for @limits_work
+ * @lim_pending: @new_lim is to be applied
+ * @limits_work: applies @new_lim under a frozen queue
  *
- * @device_id, @nsectors and @new_flags change under @lock with the queue
- * frozen, so that the IO path reads them without a lock.
+ * @device_id, @nsectors, @new_flags and @open_epoch change under @lock
+ * with the queue frozen or parked, so that the IO path reads them without
+ * a lock.
  */
 struct rnbd_clt_dev {
 	struct rnbd_clt_session *sess;
@@ -115,12 +187,19 @@ struct rnbd_clt_dev {
 	char pathname[NAME_MAX];
 	enum rnbd_access_mode access_mode;
 	u32 nr_poll_queues;
-	struct mutex lock;	/* protects state; serialises remap, resize */
+	struct mutex lock;	/* see above */
 	enum rnbd_clt_dev_state state;
 	bool new_flags;
+	u32 open_epoch;
+	bool parked;
+	struct rnbd_clt_limits lim;
+	struct rnbd_clt_limits new_lim;
+	bool lim_pending;
+	struct work_struct limits_work;
 };
 
 const char *rnbd_clt_dev_state_str(enum rnbd_clt_dev_state state);
+const char *rnbd_clt_dev_state_name(const struct rnbd_clt_dev *dev);
 int rnbd_clt_map(struct rnbd_clt_map_opts *opts);
 int rnbd_clt_unmap(struct rnbd_clt_dev *dev, bool force,
 		   const struct attribute *self);
