@@ -188,6 +188,10 @@ sysfs_cases() {
 	done
 	ktap_check "server stats/rdma refuses 0 and 'reset'" bad_write rdma \
 		"$sp/stats/rdma" 0 reset
+	ktap_check "reconnect_timeout refuses -1, 86401, 'soon' and nothing" \
+		bad_write reconnect_timeout \
+		/sys/module/rnbd_client/parameters/reconnect_timeout \
+		-1 86401 soon ""
 	ktap_check "the device still works" still_works
 	ktap_check "unmap" rnbd_unmap "$DEV"
 }
@@ -211,12 +215,15 @@ param_cases() {
 		rtrs-server:max_chunk_size=4096 rtrs-server:max_chunk_size=12288 \
 		rtrs-server:max_chunk_size=big rtrs-server:always_invalidate=maybe \
 		rnbd-server:port_nr=0 rnbd-server:port_nr=65536 \
-		rnbd-server:dev_search_path=dev; do
+		rnbd-server:dev_search_path=dev \
+		rnbd-client:reconnect_timeout=-1 \
+		rnbd-client:reconnect_timeout=86401 \
+		rnbd-client:reconnect_timeout=soon; do
 		ktap_check "${c%%:*} refuses ${c#*:}" bad_param "${c%%:*}" "${c#*:}"
 	done
 }
 
-ktap_header 48
+ktap_header 52
 setup_done() {
 	[ -n "$NAME" ] && grep -q '^rnbd_client ' /proc/modules && return 0
 	cat "$LOG.setup"
