@@ -7,8 +7,8 @@
 #
 # Round one: fio's IO waits, no error until the session has waited
 # reconnect_timeout, then errors, the device reads "closed" and new IO
-# fails at once; with the cables back, a force unmap takes the device
-# away.  Round two: with reconnect_timeout raised at run time, a normal
+# fails at once; with the cables back, the session reconnects and the
+# device works again, also after a remap.  Round two: with reconnect_timeout raised at run time, a normal
 # unmap while the IO waits is refused at once (the device is open), a
 # force unmap fails that IO at once.  Round three: the cables are back
 # before reconnect_timeout: the session reconnects, the device is opened
@@ -344,8 +344,11 @@ waiting_io_fails() {
 	fio_failed
 }
 
-# round_one: the IO waits reconnect_timeout, then fails.
+# round_one: the IO waits reconnect_timeout, then fails; once the cables
+# are back the device works again, and remaps.
 round_one() {
+	local n
+
 	ktap_check "map_device over both paths" map
 	ktap_check "both paths connected" paths_connected
 	fio_start forever
@@ -357,8 +360,14 @@ round_one() {
 	ktap_check "fio gets errors only after $WAIT_SEC s" waits_then_fails
 	fio_stop
 	ktap_check "then new IO fails at once" fails_at_once "$DEV"
+	n=$(kmsg_count "reconnected, 1 devices reopened")
 	ktap_check "the host plugs both cables back" links on
-	ktap_check "force unmap" force_unmap 60
+	ktap_check "the session reconnects, the device is open again" \
+		reconnected "$n"
+	ktap_check "$DEV: a block written and read back" rw_ok "$DEV"
+	ktap_check "remap_device opens $DEV again" remap_ok "$DEV"
+	ktap_check "$DEV: a block written and read back" rw_ok "$DEV"
+	ktap_check "unmap_device normal" unmap_one
 }
 
 # round_two: a force unmap while the IO waits.
@@ -386,8 +395,11 @@ round_two() {
 # reconnected N: the client logged more than N reconnects, the device is
 # open again.
 reconnected() {
+	local t0=$SECONDS
+
 	within "$RECONNECT_SEC" kmsg_more "reconnected, 1 devices reopened" "$1" ||
 		{ echo "no reconnect in the kernel log:"; dmesg | tail -n 20; return 1; }
+	echo "reconnected within $((SECONDS - t0)) s"
 	state_is open
 }
 
@@ -496,8 +508,13 @@ relinked() {
 	[ "$status" = ok ] || { echo "$status"; return 1; }
 }
 
+# remap_ok RNBDN
 remap_ok() {
-	echo 1 >"/sys/block/$DEV2/rnbd/remap_device" && dev_state "$DEV2" open
+	echo 1 >"/sys/block/$1/rnbd/remap_device" && dev_state "$1" open
+}
+
+unmap_one() {
+	rnbd_unmap "$DEV" && rnbd_wait 30 test ! -e "/sys/block/$DEV"
 }
 
 unmap_both() {
@@ -523,13 +540,13 @@ round_five() {
 	ktap_check "$DEV: a block written and read back" rw_ok "$DEV"
 	ktap_check "$DEV2: IO fails at once" fails_at_once "$DEV2"
 	ktap_check "server: the link is back" relinked
-	ktap_check "remap_device opens $DEV2 again" remap_ok
+	ktap_check "remap_device opens $DEV2 again" remap_ok "$DEV2"
 	ktap_check "$DEV2: a block written and read back" rw_ok "$DEV2"
 	ktap_check "unmap_device normal of both" unmap_both
 }
 
 test_client() {
-	ktap_header 49
+	ktap_header 53
 	ktap_check "rxe up" rnbd_rdma_up
 	server_ready >/dev/null 2>&1
 	ktap_check "server: rnbd-server exports a $DISK_MB MiB disk" \
