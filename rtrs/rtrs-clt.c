@@ -1017,9 +1017,10 @@ static void rtrs_clt_cm_finish(struct rtrs_clt_con *con, int err)
 	 * the completion, and later errors would go unheard.
 	 */
 	if (!con->cm_finished) {
-		con->cm_finished = true;
 		con->cm_err = err;
-		complete(&con->cm_done);
+		/* The waiter reads cm_err once it sees cm_finished. */
+		smp_store_release(&con->cm_finished, true);
+		wake_up(&to_clt_path(con->c.path)->setup_wq);
 		return;
 	}
 	if (err)
@@ -1202,6 +1203,14 @@ static int rtrs_clt_cm_handler(struct rdma_cm_id *cm_id,
 	return 0;
 }
 
+/* Connected, failed, or to give up: the path is to stay down. */
+static bool rtrs_clt_con_settled(struct rtrs_clt_con *con)
+{
+	/* Pairs with rtrs_clt_cm_finish(): cm_err is set before. */
+	return smp_load_acquire(&con->cm_finished) ||
+	       READ_ONCE(to_clt_path(con->c.path)->stay_down);
+}
+
 static int rtrs_clt_con_open(struct rtrs_clt_path *path, unsigned int cid)
 {
 	unsigned long timeout = msecs_to_jiffies(RTRS_CLT_CONNECT_TIMEOUT_MS);
@@ -1214,7 +1223,6 @@ static int rtrs_clt_con_open(struct rtrs_clt_path *path, unsigned int cid)
 		return -ENOMEM;
 	con->c.path = &path->s;
 	con->c.cid = cid;
-	init_completion(&con->cm_done);
 	path->s.con[cid] = &con->c;
 
 	cm_id = rdma_create_id(&init_net, rtrs_clt_cm_handler, con,
@@ -1231,8 +1239,12 @@ static int rtrs_clt_con_open(struct rtrs_clt_path *path, unsigned int cid)
 				RTRS_CLT_CONNECT_TIMEOUT_MS);
 	if (err)
 		return err;
-	if (!wait_for_completion_timeout(&con->cm_done, 2 * timeout))
+	if (!wait_event_timeout(path->setup_wq, rtrs_clt_con_settled(con),
+				2 * timeout))
 		return -ETIMEDOUT;
+	/* Woken for stay_down alone: give up. */
+	if (!smp_load_acquire(&con->cm_finished))
+		return -ECONNABORTED;
 	return con->cm_err;
 }
 
@@ -1373,7 +1385,7 @@ static void rtrs_clt_schedule_reconnect(struct rtrs_clt_path *path)
 	unsigned int delay;
 
 	lockdep_assert_held(&path->setup_mutex);
-	if (path->stay_down || READ_ONCE(sess->closing))
+	if (READ_ONCE(path->stay_down) || READ_ONCE(sess->closing))
 		return;
 	if (max != RTRS_CLT_RECONNECT_FOREVER &&
 	    path->reconnect_attempts >= max) {
@@ -1399,7 +1411,7 @@ static void rtrs_clt_close_work(struct work_struct *work)
 	mutex_lock(&path->setup_mutex);
 	rtrs_path_info(&path->s, "%s: closing the path\n", path->name);
 	trace_rtrs_clt_path_closed(path,
-				   path->stay_down ? "closed" : "failed");
+				   READ_ONCE(path->stay_down) ? "closed" : "failed");
 	rtrs_clt_path_teardown(path);
 	rtrs_clt_schedule_reconnect(path);
 	mutex_unlock(&path->setup_mutex);
@@ -1688,7 +1700,7 @@ static void rtrs_clt_reconnect_work(struct work_struct *work)
 	 */
 	flush_work(&path->sess->link_work);
 	mutex_lock(&path->setup_mutex);
-	if (path->stay_down) {
+	if (READ_ONCE(path->stay_down)) {
 		mutex_unlock(&path->setup_mutex);
 		return;
 	}
@@ -1751,6 +1763,7 @@ static struct rtrs_clt_path *rtrs_clt_alloc_path(struct rtrs_clt_sess *sess,
 	mutex_init(&path->setup_mutex);
 	init_completion(&path->io_ref_done);
 	init_completion(&path->info_done);
+	init_waitqueue_head(&path->setup_wq);
 	INIT_WORK(&path->close_work, rtrs_clt_close_work);
 	INIT_DELAYED_WORK(&path->reconnect_dwork, rtrs_clt_reconnect_work);
 	INIT_DELAYED_WORK(&path->io_watchdog, rtrs_clt_io_watchdog);
@@ -1953,8 +1966,14 @@ EXPORT_SYMBOL_GPL(rtrs_clt_open);
 /* Take @path down and keep it down: no reconnect. */
 static void rtrs_clt_stop_path(struct rtrs_clt_path *path)
 {
+	/*
+	 * Without setup_mutex, which a connect in progress holds: it gives up
+	 * at once rather than wait for an unreachable server's timeouts.
+	 */
+	WRITE_ONCE(path->stay_down, true);
+	wake_up(&path->setup_wq);
+	/* Then wait for it. */
 	mutex_lock(&path->setup_mutex);
-	path->stay_down = true;
 	mutex_unlock(&path->setup_mutex);
 	cancel_delayed_work_sync(&path->reconnect_dwork);
 	if (rtrs_clt_change_state(path, RTRS_CLT_CONNECTED, RTRS_CLT_CLOSING))
@@ -2077,7 +2096,7 @@ int rtrs_clt_reconnect_path(struct rtrs_clt_path *path)
 	}
 	rtrs_clt_stop_path(path);
 	mutex_lock(&path->setup_mutex);
-	path->stay_down = false;
+	WRITE_ONCE(path->stay_down, false);
 	path->reconnect_attempts = 0;
 	err = rtrs_clt_reconnect_once(path);
 	if (err) {

@@ -131,17 +131,16 @@ struct rtrs_clt_sess {
  * @c: what the core knows of it
  * @rx_ius: receive buffers, @rx_num of them, reposted as they complete
  * @rx_num: number of @rx_ius
- * @cm_done: completed by the CM handler when the connection is up or failed
  * @cm_err: 0 once established, else why it failed
- * @cm_finished: @cm_done is completed: later CM errors fail the path.  The
- *		 CM calls the handler of one connection one event at a time.
+ * @cm_finished: the connection is up or failed (the path's @setup_wq is
+ *		 woken): later CM errors fail the path.  The CM calls the
+ *		 handler of one connection one event at a time.
  * @established: the connection got to RTS: its queue pair can be drained
  */
 struct rtrs_clt_con {
 	struct rtrs_con c;
 	struct rtrs_iu **rx_ius;
 	unsigned int rx_num;
-	struct completion cm_done;
 	int cm_err;
 	bool cm_finished;
 	bool established;
@@ -214,7 +213,9 @@ struct rtrs_clt_req {
  * @state: an enum rtrs_clt_state
  * @setup_mutex: serialises connecting the path and tearing it down: the
  *		 close and reconnect works and the sysfs controls
- * @stay_down: no reconnect: set by disconnect, remove_path and close
+ * @stay_down: no reconnect: set by disconnect, remove_path and close,
+ *	       without @setup_mutex, so that a connect in progress gives up
+ * @setup_wq: where a connect in progress waits for the CM handler
  * @recon_cnt: incarnation of the path, in CON_REQ: the server tells a
  *	       reconnect from a stale connection of the previous one by it
  * @reconnect_attempts: failed reconnects since the path was last up
@@ -252,6 +253,7 @@ struct rtrs_clt_path {
 	enum rtrs_clt_state state;
 	struct mutex setup_mutex;	/* serialises connect and teardown */
 	bool stay_down;
+	wait_queue_head_t setup_wq;
 	u16 recon_cnt;
 	int reconnect_attempts;
 	struct percpu_ref io_ref;
