@@ -1402,14 +1402,19 @@ static void rtrs_srv_close_work(struct work_struct *work)
 						  close_work);
 	struct ib_device *ib_dev = path->s.dev ? path->s.dev->ib_dev : NULL;
 
-	cancel_delayed_work_sync(&path->setup_dwork);
-	rtrs_hb_stop(&path->s);
-	cancel_work_sync(&path->info_work);
 	rtrs_path_disconnect(&path->s);
 	/* The ULP answers what it holds; those answers post nothing now. */
 	percpu_ref_kill(&path->ids_inflight);
 	wait_for_completion(&path->ids_done);
+	/* Drained: no INFO_REQ completion queues the info work any more. */
 	rtrs_srv_destroy_cons(path);
+	/*
+	 * Then the works, the info work first: it may have been taking the
+	 * path up, heartbeats and all, while the path was closed.
+	 */
+	cancel_work_sync(&path->info_work);
+	cancel_delayed_work_sync(&path->setup_dwork);
+	rtrs_hb_stop(&path->s);
 	rtrs_srv_path_sysfs_del(path);
 	rtrs_srv_sess_del_path(path);
 	rtrs_srv_free_cons(path);
