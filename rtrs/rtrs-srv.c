@@ -933,10 +933,18 @@ static void rtrs_srv_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 	rtrs_srv_process_io(op);
 }
 
-/* always_invalidate: the chunk's rkey dies before the ULP sees the data. */
+/*
+ * always_invalidate: the chunk's rkey dies before the ULP sees the data.
+ * Posted on the admin connection, not on the request's: a send queue
+ * completes in order, and on the request's the invalidation would wait
+ * for the acknowledgements of every response posted before it, a round
+ * trip to the client for each request.  The admin connection's queue is
+ * all but empty while IO flows, and sized for every chunk's work requests.
+ */
 static int rtrs_srv_invalidate_chunk(struct rtrs_srv_op *op)
 {
-	struct rtrs_srv_mr *m = &op->path->mrs[op->msg_id];
+	struct rtrs_srv_path *path = op->path;
+	struct rtrs_srv_mr *m = &path->mrs[op->msg_id];
 	struct ib_send_wr wr = {
 		.opcode = IB_WR_LOCAL_INV,
 		.wr_cqe = &m->inv_cqe,
@@ -945,7 +953,7 @@ static int rtrs_srv_invalidate_chunk(struct rtrs_srv_op *op)
 	};
 
 	m->inv_cqe.done = rtrs_srv_inv_done;
-	return ib_post_send(op->con->c.qp, &wr, NULL);
+	return ib_post_send(path->s.con[0]->qp, &wr, NULL);
 }
 
 static int rtrs_srv_io_req(struct rtrs_srv_con *con, u32 payload)
