@@ -575,7 +575,7 @@ static int rtrs_clt_post_rdma(struct rtrs_clt_req *req, unsigned int num_sge,
 			.sg_list = req->sge,
 			.num_sge = num_sge,
 			.opcode = IB_WR_RDMA_WRITE_WITH_IMM,
-			.send_flags = IB_SEND_SIGNALED,
+			.send_flags = rtrs_con_sig_flags(&req->con->c),
 			.ex.imm_data = cpu_to_be32(imm),
 		},
 		.remote_addr = rbuf->addr + off,
@@ -632,11 +632,11 @@ static int rtrs_clt_reg_read(struct rtrs_clt_req *req,
 	if (nr != req->dma_cnt)
 		return nr < 0 ? nr : -EINVAL;
 	ib_update_fast_reg_key(req->mr, ib_inc_rkey(req->mr->rkey));
+	/* Unsignaled: the write chained after it completes it. */
 	*reg = (struct ib_reg_wr) {
 		.wr = {
 			.opcode = IB_WR_REG_MR,
 			.wr_cqe = &rtrs_clt_send_cqe,
-			.send_flags = IB_SEND_SIGNALED,
 		},
 		.mr = req->mr,
 		.key = req->mr->rkey,
@@ -1065,7 +1065,8 @@ static int rtrs_clt_create_qp(struct rtrs_clt_con *con)
 	if (err)
 		return err;
 	return rtrs_con_create_qp(&con->c, path->s.dev->pd,
-				  RTRS_CLT_SEND_PER_IO * depth +
+				  RTRS_CLT_SEND_PER_IO *
+				  (depth + RTRS_SIG_INTERVAL) +
 				  RTRS_CLT_WR_SLACK,
 				  RTRS_CLT_RECV_PER_IO * depth +
 				  RTRS_CLT_WR_SLACK,

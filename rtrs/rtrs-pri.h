@@ -33,6 +33,9 @@
 /* Queue depth of the admin connection (cid 0) of a path. */
 #define RTRS_ADMIN_QUEUE_DEPTH	512
 
+/* One IO in so many has its send work requests signaled. */
+#define RTRS_SIG_INTERVAL	16
+
 #define RTRS_MAX_SESS_QUEUE_DEPTH	65535
 #define RTRS_MIN_CHUNK_SIZE		8192
 #define RTRS_MAX_PATHS			128
@@ -325,6 +328,7 @@ struct rtrs_path;
  * @cid: its index in the path; 0 is the admin connection
  * @nr_cqe: the size of @cq
  * @sq_wr_avail: free entries of the send queue
+ * @sig_cnt: IO work requests posted that may go unsignaled
  */
 struct rtrs_con {
 	struct rtrs_path *path;
@@ -334,7 +338,26 @@ struct rtrs_con {
 	unsigned int cid;
 	unsigned int nr_cqe;
 	atomic_t sq_wr_avail;
+	atomic_t sig_cnt;
 };
+
+/**
+ * rtrs_con_sig_flags() - the send flags of an IO's last work request
+ * @con: the connection it is posted on
+ *
+ * Only one in RTRS_SIG_INTERVAL is signaled: each completion costs the
+ * device and the poller, and for an IO's work requests nothing but an
+ * error is news.  A signaled one frees the entries of the unsignaled ones
+ * before it; the send queue has room for RTRS_SIG_INTERVAL IOs beyond the
+ * queue depth.
+ *
+ * Return: IB_SEND_SIGNALED or 0.
+ */
+static inline enum ib_send_flags rtrs_con_sig_flags(struct rtrs_con *con)
+{
+	return atomic_inc_return(&con->sig_cnt) % RTRS_SIG_INTERVAL ?
+	       0 : IB_SEND_SIGNALED;
+}
 
 /**
  * struct rtrs_path - what both sides keep of a path

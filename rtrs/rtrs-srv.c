@@ -796,7 +796,7 @@ static int rtrs_srv_post_rsp(struct rtrs_srv_op *op, int errno)
 		rtrs_srv_chain(&tail, &w.reg.wr);
 	}
 	w.imm.wr_cqe = &rtrs_srv_send_cqe;
-	w.imm.send_flags = IB_SEND_SIGNALED;
+	w.imm.send_flags = rtrs_con_sig_flags(&op->con->c);
 	w.imm.ex.imm_data = cpu_to_be32(rtrs_io_rsp_imm(op->msg_id, errno,
 							op->need_inval));
 	rtrs_srv_chain(&tail, &w.imm);
@@ -1269,7 +1269,8 @@ static int rtrs_srv_create_con(struct rtrs_srv_path *path,
 	con->c.cm_id = cm_id;
 	con->c.cid = cid;
 	err = rtrs_con_create_qp(&con->c, path->s.dev->pd,
-				 depth * RTRS_SRV_WRS_PER_IO + 1, depth + 1,
+				 (depth + RTRS_SIG_INTERVAL) *
+				 RTRS_SRV_WRS_PER_IO + 1, depth + 1,
 				 1, cid % cm_id->device->num_comp_vectors,
 				 IB_POLL_WORKQUEUE);
 	if (err)
