@@ -738,8 +738,25 @@ static bool rnbd_clt_dev_stale(const struct rnbd_clt_dev *dev, u32 epoch)
 }
 
 /*
- * What the IO path needs of the answer to the OPEN of a reconnect; the
- * queue is parked.  New limits need a frozen queue: the limits work's.
+ * The device is open again, in @epoch: its new id and size (a resize is
+ * undone: the size is the server's again).  @lim: the server's limits,
+ * which the caller applies as its queue allows.
+ */
+static void rnbd_clt_take_reopen_rsp(struct rnbd_clt_dev *dev,
+				     const struct rnbd_msg_open_rsp *rsp,
+				     u32 epoch, struct rnbd_clt_limits *lim)
+{
+	lockdep_assert_held(&dev->lock);
+	rnbd_clt_take_open_rsp(dev, rsp);
+	WRITE_ONCE(dev->open_epoch, epoch);
+	WRITE_ONCE(dev->state, RNBD_CLT_DEV_MAPPED);
+	set_capacity_and_notify(dev->gd, dev->nsectors);
+	rnbd_clt_limits(dev, rsp, lim);
+}
+
+/*
+ * The answer to the OPEN of a reconnect; the queue is parked.  New limits
+ * need a frozen queue: the limits work's.
  */
 static void rnbd_clt_take_reconnect_rsp(struct rnbd_clt_dev *dev,
 					const struct rnbd_msg_open_rsp *rsp,
@@ -747,12 +764,7 @@ static void rnbd_clt_take_reconnect_rsp(struct rnbd_clt_dev *dev,
 {
 	struct rnbd_clt_limits lim;
 
-	lockdep_assert_held(&dev->lock);
-	rnbd_clt_take_open_rsp(dev, rsp);
-	WRITE_ONCE(dev->open_epoch, epoch);
-	WRITE_ONCE(dev->state, RNBD_CLT_DEV_MAPPED);
-	set_capacity_and_notify(dev->gd, dev->nsectors);
-	rnbd_clt_limits(dev, rsp, &lim);
+	rnbd_clt_take_reopen_rsp(dev, rsp, epoch, &lim);
 	if (rnbd_clt_limits_eq(&lim, &dev->lim))
 		return;
 	dev->new_lim = lim;
@@ -1360,24 +1372,6 @@ int rnbd_clt_unmap(struct rnbd_clt_dev *dev, bool force,
 /* Remap and resize */
 
 /*
- * The new id, size and limits of the device, opened in @epoch; its queue
- * is frozen.  The size undoes a resize: it is the server's again.
- */
-static int rnbd_clt_take_reopen_rsp(struct rnbd_clt_dev *dev,
-				    const struct rnbd_msg_open_rsp *rsp,
-				    u32 epoch)
-{
-	struct rnbd_clt_limits lim;
-
-	rnbd_clt_take_open_rsp(dev, rsp);
-	WRITE_ONCE(dev->open_epoch, epoch);
-	WRITE_ONCE(dev->state, RNBD_CLT_DEV_MAPPED);
-	set_capacity_and_notify(dev->gd, dev->nsectors);
-	rnbd_clt_limits(dev, rsp, &lim);
-	return rnbd_clt_apply_limits(dev, &lim);
-}
-
-/*
  * OPEN the device again; its queue is frozen: no IO is in flight or sent
  * while the device changes its id.  Nothing allocated meanwhile may wait
  * for IO to it.
@@ -1385,6 +1379,7 @@ static int rnbd_clt_take_reopen_rsp(struct rnbd_clt_dev *dev,
 static int rnbd_clt_remap_frozen(struct rnbd_clt_dev *dev,
 				 struct rnbd_msg_open_rsp *rsp)
 {
+	struct rnbd_clt_limits lim;
 	unsigned int noio;
 	u32 epoch;
 	int err;
@@ -1394,13 +1389,15 @@ static int rnbd_clt_remap_frozen(struct rnbd_clt_dev *dev,
 	/* An OPEN answered in a later epoch is opened again at its reconnect. */
 	epoch = READ_ONCE(dev->sess->epoch);
 	err = rnbd_clt_reopen(dev, rsp);
-	if (err)
+	if (err) {
 		pr_err("%s: remap_device: cannot open %s on the server: %d%s\n",
 		       dev->sess->sessname, dev->pathname, err,
 		       dev->state == RNBD_CLT_DEV_CLOSED ?
 		       "; the device is closed" : "");
-	else
-		err = rnbd_clt_take_reopen_rsp(dev, rsp, epoch);
+	} else {
+		rnbd_clt_take_reopen_rsp(dev, rsp, epoch, &lim);
+		err = rnbd_clt_apply_limits(dev, &lim);
+	}
 	memalloc_noio_restore(noio);
 	return err;
 }

@@ -1093,10 +1093,9 @@ static int rtrs_srv_check_conn_req(const struct rdma_cm_event *ev)
 }
 
 /*
- * Has the session a path between the two addresses of @cm_id?  Its sysfs
- * directory has the name a new one would get.
+ * The path of @srv between the two addresses of @cm_id, if there is one:
+ * its sysfs directory has the name a new one would get.
  */
-/* The path of @srv between the addresses of @cm_id, if there is one. */
 static struct rtrs_srv_path *
 rtrs_srv_path_by_addr(struct rtrs_srv_sess *srv, struct rdma_cm_id *cm_id)
 {
