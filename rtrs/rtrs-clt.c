@@ -200,6 +200,7 @@ rtrs_clt_try_get_permit(struct rtrs_clt_sess *sess,
 	permit = rtrs_clt_permit(sess, id);
 	permit->cpu = raw_smp_processor_id();
 	permit->con_type = con_type;
+	permit->poll_queue = -1;
 	return permit;
 }
 
@@ -245,6 +246,20 @@ void *rtrs_permit_to_pdu(struct rtrs_permit *permit)
 	return permit + 1;
 }
 EXPORT_SYMBOL_GPL(rtrs_permit_to_pdu);
+
+/**
+ * rtrs_permit_set_poll_queue() - complete a permit's requests by polling
+ * @permit: an RTRS_IO_CON permit, before its request is sent
+ * @queue: the polled connection, below the session's nr_poll_queues
+ *
+ * The request then completes only in rtrs_clt_poll() of @queue.
+ */
+void rtrs_permit_set_poll_queue(struct rtrs_permit *permit,
+				unsigned int queue)
+{
+	permit->poll_queue = queue;
+}
+EXPORT_SYMBOL_GPL(rtrs_permit_set_poll_queue);
 
 static int rtrs_clt_alloc_permits(struct rtrs_clt_sess *sess, u32 depth)
 {
@@ -688,13 +703,24 @@ static int rtrs_clt_post_read(struct rtrs_clt_req *req, size_t data_len,
 	return err;
 }
 
+/* The polled connections come last, after the admin and IO ones. */
+static unsigned int rtrs_clt_first_poll_cid(const struct rtrs_clt_path *path)
+{
+	return path->s.con_num - path->sess->nr_poll_queues;
+}
+
 static struct rtrs_clt_con *rtrs_clt_permit_con(struct rtrs_clt_path *path,
 						struct rtrs_permit *permit)
 {
-	unsigned int cid = 0;
+	unsigned int first_poll = rtrs_clt_first_poll_cid(path);
+	unsigned int cid;
 
-	if (permit->con_type == RTRS_IO_CON)
-		cid = permit->cpu % (path->s.con_num - 1) + 1;
+	if (permit->con_type != RTRS_IO_CON)
+		cid = 0;
+	else if (permit->poll_queue >= 0)
+		cid = first_poll + permit->poll_queue;
+	else
+		cid = permit->cpu % (first_poll - 1) + 1;
 	return to_clt_con(path->s.con[cid]);
 }
 
@@ -879,6 +905,46 @@ int rtrs_clt_request(int dir, const struct rtrs_clt_req_ops *ops,
 			     sg_cnt);
 }
 EXPORT_SYMBOL_GPL(rtrs_clt_request);
+
+/* Reap polled connection @queue of @path, if it is connected. */
+static int rtrs_clt_poll_path(struct rtrs_clt_path *path, unsigned int queue)
+{
+	unsigned int cid = rtrs_clt_first_poll_cid(path) + queue;
+	int cnt;
+
+	/* Its connections stay until the last reference goes. */
+	if (!percpu_ref_tryget_live(&path->io_ref))
+		return 0;
+	cnt = ib_process_cq_direct(path->s.con[cid]->cq, -1);
+	percpu_ref_put(&path->io_ref);
+	return cnt;
+}
+
+/**
+ * rtrs_clt_poll() - reap the completions of a polled connection
+ * @sess: the session
+ * @queue: the polled connection, below the session's nr_poll_queues
+ *
+ * Processes what completed on @queue of every connected path: the
+ * requests sent there complete in this call.
+ *
+ * Context: process or softirq, not under a lock a completion takes.
+ * Return: the number of completions processed.
+ */
+int rtrs_clt_poll(struct rtrs_clt_sess *sess, unsigned int queue)
+{
+	struct rtrs_clt_path *path;
+	int cnt = 0;
+
+	if (WARN_ON_ONCE(queue >= sess->nr_poll_queues))
+		return 0;
+	rcu_read_lock();
+	list_for_each_entry_rcu(path, &sess->paths, entry)
+		cnt += rtrs_clt_poll_path(path, queue);
+	rcu_read_unlock();
+	return cnt;
+}
+EXPORT_SYMBOL_GPL(rtrs_clt_poll);
 
 int rtrs_clt_query(struct rtrs_clt_sess *sess, struct rtrs_attrs *attr)
 {
@@ -1072,7 +1138,8 @@ static int rtrs_clt_create_qp(struct rtrs_clt_con *con)
 				  RTRS_CLT_WR_SLACK,
 				  path->max_send_sge,
 				  con->c.cid % con->c.cm_id->device->num_comp_vectors,
-				  IB_POLL_SOFTIRQ);
+				  con->c.cid < rtrs_clt_first_poll_cid(path) ?
+				  IB_POLL_SOFTIRQ : IB_POLL_DIRECT);
 }
 
 static int rtrs_clt_connect(struct rtrs_clt_con *con)
@@ -1303,6 +1370,9 @@ static void rtrs_clt_io_watchdog(struct work_struct *work)
 	struct rtrs_clt_req *req;
 	u32 i;
 
+	/* An answer may wait in a polled connection that nobody polls. */
+	for (i = 0; i < path->sess->nr_poll_queues; i++)
+		rtrs_clt_poll_path(path, i);
 	for (i = 0; i < path->queue_depth; i++) {
 		req = &path->reqs[i];
 		/* A request reused meanwhile only looks younger. */
@@ -1743,7 +1813,7 @@ static struct rtrs_clt_path *rtrs_clt_alloc_path(struct rtrs_clt_sess *sess,
 	path = kzalloc(sizeof(*path), GFP_KERNEL);
 	if (!path)
 		return NULL;
-	path->s.con_num = nr_cpu_ids + 1;
+	path->s.con_num = 1 + nr_cpu_ids + sess->nr_poll_queues;
 	path->s.con = kcalloc(path->s.con_num, sizeof(*path->s.con),
 			      GFP_KERNEL);
 	if (!path->s.con)
@@ -1810,6 +1880,7 @@ rtrs_clt_alloc_sess(const struct rtrs_clt_ops *ops,
 	sess->ops = *ops;
 	sess->port = args->port;
 	sess->pdu_sz = args->pdu_sz;
+	sess->nr_poll_queues = args->nr_poll_queues;
 	sess->reconnect_delay_ms = (args->reconnect_delay_sec ?:
 				    RTRS_CLT_RECONNECT_DELAY_SEC) * MSEC_PER_SEC;
 	sess->max_reconnect_attempts = args->max_reconnect_attempts;
@@ -1852,6 +1923,11 @@ static int rtrs_clt_check_args(const struct rtrs_clt_open_args *args)
 		pr_err("%s: max_reconnect_attempts %d, -1 to %d allowed\n",
 		       args->sessname, args->max_reconnect_attempts,
 		       RTRS_CLT_MAX_RECONNECT_ATTEMPTS);
+		return -EINVAL;
+	}
+	if (args->nr_poll_queues > nr_cpu_ids) {
+		pr_err("%s: %u polled queues, at most %u allowed\n",
+		       args->sessname, args->nr_poll_queues, nr_cpu_ids);
 		return -EINVAL;
 	}
 	return 0;

@@ -55,7 +55,8 @@ enum rtrs_clt_mp_policy {
  * @mem_id: index of the permit, and of its chunk on every path
  * @cpu: CPU it was taken on: picks the IO connection
  * @con_type: RTRS_ADMIN_CON or RTRS_IO_CON
- * @__pad: keeps the pdu after it 8-byte aligned
+ * @poll_queue: the polled connection its requests go on, or -1 for the
+ *		IO connection of @cpu; also keeps the pdu 8-byte aligned
  *
  * The ULP's pdu follows, see rtrs_permit_to_pdu().
  */
@@ -63,7 +64,7 @@ struct rtrs_permit {
 	u32 mem_id;
 	u32 cpu;
 	enum rtrs_clt_con_type con_type;
-	u32 __pad;
+	s32 poll_queue;
 };
 
 /**
@@ -74,6 +75,7 @@ struct rtrs_permit {
  * @ops: the ULP's callbacks
  * @port: the server's port
  * @pdu_sz: bytes of ULP data after each permit
+ * @nr_poll_queues: polled connections of each path, after the IO ones
  * @ctl_mutex: serialises the changes of the session's set of paths: its
  *	       opening, add_path, the paths' sysfs controls and its close
  * @opened: rtrs_clt_open() is done: the ULP hears of link events, and a
@@ -105,6 +107,7 @@ struct rtrs_clt_sess {
 	struct rtrs_clt_ops ops;
 	u16 port;
 	size_t pdu_sz;
+	u32 nr_poll_queues;
 	struct mutex ctl_mutex;	/* serialises path add, remove, close */
 	bool opened;
 	bool closing;
@@ -201,8 +204,8 @@ struct rtrs_clt_req {
 };
 
 /**
- * struct rtrs_clt_path - a client path: one RDMA connection per CPU plus
- *			  the admin connection to one address of the server
+ * struct rtrs_clt_path - a client path to one address of the server: the
+ *			  admin connection, one per CPU, then the polled ones
  * @s: what the core knows of it
  * @sess: the session it belongs to
  * @entry: in @sess's paths

@@ -62,6 +62,9 @@ struct rtrs_clt_ops {
  * @pdu_sz: bytes of ULP private data in each permit
  * @reconnect_delay_sec: base delay between reconnect attempts
  * @max_reconnect_attempts: -1 for ever, else at most this many
+ * @nr_poll_queues: connections per path, besides one per CPU, whose
+ *		    completions the ULP reaps with rtrs_clt_poll() rather
+ *		    than interrupts; at most nr_cpu_ids
  */
 struct rtrs_clt_open_args {
 	const char *sessname;
@@ -71,6 +74,7 @@ struct rtrs_clt_open_args {
 	size_t pdu_sz;
 	u8 reconnect_delay_sec;
 	s16 max_reconnect_attempts;
+	u32 nr_poll_queues;
 };
 
 struct rtrs_clt_sess *rtrs_clt_open(const struct rtrs_clt_ops *ops,
@@ -94,6 +98,9 @@ struct rtrs_permit *rtrs_clt_get_permit(struct rtrs_clt_sess *sess,
 void rtrs_clt_put_permit(struct rtrs_clt_sess *sess,
 			 struct rtrs_permit *permit);
 void *rtrs_permit_to_pdu(struct rtrs_permit *permit);
+void rtrs_permit_set_poll_queue(struct rtrs_permit *permit,
+				unsigned int queue);
+int rtrs_clt_poll(struct rtrs_clt_sess *sess, unsigned int queue);
 
 /**
  * struct rtrs_clt_req_ops - completion of a request
