@@ -144,11 +144,8 @@ static int rnbd_clt_opt_nr_poll_queues(struct rnbd_clt_map_opts *opts,
 		       nr_cpu_ids);
 		return -EINVAL;
 	}
-	if (nr) {
-		pr_err("map_device: nr_poll_queues=%d: polled queues are not supported\n",
-		       nr);
-		return -EOPNOTSUPP;
-	}
+	/* As upstream: -1 is a polled queue per CPU. */
+	opts->nr_poll_queues = nr < 0 ? nr_cpu_ids : nr;
 	return 0;
 }
 

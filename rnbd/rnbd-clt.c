@@ -427,6 +427,12 @@ static blk_status_t rnbd_clt_no_id(struct rnbd_clt_dev *dev)
 						BLK_STS_RESOURCE;
 }
 
+/* The polled queues come after one per CPU, see rnbd_clt_map_queues(). */
+static unsigned int rnbd_clt_poll_queue(const struct blk_mq_hw_ctx *hctx)
+{
+	return hctx->queue_num - nr_cpu_ids;
+}
+
 static blk_status_t rnbd_clt_queue_rq(struct blk_mq_hw_ctx *hctx,
 				      const struct blk_mq_queue_data *bd)
 {
@@ -442,6 +448,9 @@ static blk_status_t rnbd_clt_queue_rq(struct blk_mq_hw_ctx *hctx,
 					 RTRS_PERMIT_NOWAIT);
 	if (!iu->permit)
 		return BLK_STS_RESOURCE;
+	if (hctx->type == HCTX_TYPE_POLL)
+		rtrs_permit_set_poll_queue(iu->permit,
+					   rnbd_clt_poll_queue(hctx));
 	/* The id is sent in the epoch it is valid in: see send_msg. */
 	rcu_read_lock();
 	if (!rnbd_clt_dev_id_valid(dev)) {
@@ -467,9 +476,39 @@ out_put_permit:
 	return sts;
 }
 
+static int rnbd_clt_poll(struct blk_mq_hw_ctx *hctx,
+			 struct io_comp_batch *iob)
+{
+	struct rnbd_clt_session *sess = hctx->queue->tag_set->driver_data;
+
+	return rtrs_clt_poll(sess->rtrs, rnbd_clt_poll_queue(hctx));
+}
+
+/*
+ * A queue per CPU takes the reads and writes of that CPU; the polled
+ * queues, when asked for, take the polled IO.
+ */
+static void rnbd_clt_map_queues(struct blk_mq_tag_set *set)
+{
+	struct rnbd_clt_session *sess = set->driver_data;
+	unsigned int i;
+
+	for (i = 0; i < set->nr_maps; i++) {
+		struct blk_mq_queue_map *map = &set->map[i];
+
+		/* Reads share the queues of the default map. */
+		map->nr_queues = i == HCTX_TYPE_POLL ? sess->nr_poll_queues :
+						       nr_cpu_ids;
+		map->queue_offset = i == HCTX_TYPE_POLL ? nr_cpu_ids : 0;
+		blk_mq_map_queues(map);
+	}
+}
+
 static const struct blk_mq_ops rnbd_clt_mq_ops = {
 	.queue_rq = rnbd_clt_queue_rq,
 	.complete = rnbd_clt_complete_rq,
+	.map_queues = rnbd_clt_map_queues,
+	.poll = rnbd_clt_poll,
 };
 
 /* Block device */
@@ -937,7 +976,8 @@ static int rnbd_clt_alloc_tag_set(struct rnbd_clt_session *sess)
 	struct blk_mq_tag_set *set = &sess->tag_set;
 
 	set->ops = &rnbd_clt_mq_ops;
-	set->nr_hw_queues = nr_cpu_ids;
+	set->nr_hw_queues = nr_cpu_ids + sess->nr_poll_queues;
+	set->nr_maps = sess->nr_poll_queues ? HCTX_MAX_TYPES : 1;
 	set->queue_depth = sess->queue_depth;
 	set->numa_node = NUMA_NO_NODE;
 	set->flags = BLK_MQ_F_SHOULD_MERGE;
@@ -960,6 +1000,7 @@ static int rnbd_clt_open_rtrs(struct rnbd_clt_session *sess,
 		.path_cnt = opts->path_cnt,
 		.port = opts->port,
 		.max_reconnect_attempts = -1,
+		.nr_poll_queues = opts->nr_poll_queues,
 	};
 	struct rtrs_attrs attrs;
 
@@ -982,6 +1023,7 @@ rnbd_clt_alloc_sess(const struct rnbd_clt_map_opts *opts)
 	if (!sess)
 		return NULL;
 	strscpy(sess->sessname, opts->sessname, sizeof(sess->sessname));
+	sess->nr_poll_queues = opts->nr_poll_queues;
 	kref_init(&sess->kref);
 	mutex_init(&sess->lock);
 	INIT_LIST_HEAD(&sess->devs);
@@ -1036,10 +1078,17 @@ rnbd_clt_get_sess(const struct rnbd_clt_map_opts *opts)
 
 	lockdep_assert_held(&rnbd_clt_mutex);
 	list_for_each_entry(sess, &rnbd_clt_sessions, entry) {
-		if (!strcmp(sess->sessname, opts->sessname)) {
-			kref_get(&sess->kref);
-			return sess;
+		if (strcmp(sess->sessname, opts->sessname))
+			continue;
+		/* Its devices share one tag set, hence its polled queues. */
+		if (sess->nr_poll_queues != opts->nr_poll_queues) {
+			pr_err("map_device: session %s has %u polled queues, not %u\n",
+			       sess->sessname, sess->nr_poll_queues,
+			       opts->nr_poll_queues);
+			return ERR_PTR(-EINVAL);
 		}
+		kref_get(&sess->kref);
+		return sess;
 	}
 	return rnbd_clt_create_sess(opts);
 }

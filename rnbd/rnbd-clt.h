@@ -31,7 +31,7 @@
  * @path_cnt: number of path=
  * @port: the server's port
  * @access_mode: an enum rnbd_access_mode
- * @nr_poll_queues: polled queues asked for: none, the only choice yet
+ * @nr_poll_queues: polled queues asked for
  * @addrs: source and destination of each path
  * @paths: @path_cnt paths pointing into @addrs
  */
@@ -54,6 +54,8 @@ struct rnbd_clt_map_opts {
  * @sessname: its name
  * @rtrs: the transport's session
  * @tag_set: shared by its devices' queues
+ * @nr_poll_queues: hardware queues of @tag_set that are polled, after one
+ *		    per CPU; a device mapped on the session asks for as many
  * @queue_depth: requests in flight, the transport's permits
  * @max_io_size: largest IO in bytes
  * @max_segments: largest number of segments of an IO
@@ -110,6 +112,7 @@ struct rnbd_clt_session {
 	char sessname[NAME_MAX];
 	struct rtrs_clt_sess *rtrs;
 	struct blk_mq_tag_set tag_set;
+	u32 nr_poll_queues;
 	u32 queue_depth;
 	u32 max_io_size;
 	u32 max_segments;

@@ -108,8 +108,8 @@ map_cases() {
 	bad_map "nr_poll_queues=-2" "$EINVAL" "sessname=bad $ok nr_poll_queues=-2"
 	bad_map "nr_poll_queues=many" "$EINVAL" \
 		"sessname=bad $ok nr_poll_queues=many"
-	bad_map "polled queues, not supported yet" "Operation not supported" \
-		"sessname=bad $ok nr_poll_queues=1"
+	bad_map "more polled queues than CPUs" "$EINVAL" \
+		"sessname=bad $ok nr_poll_queues=$(($(rnbd_nr_cpu_ids) + 1))"
 	bad_map "a sessname with a slash" "$EINVAL" "sessname=a/b $ok"
 	bad_map "an unreachable server" "" \
 		"sessname=bad path=ip:$NOBODY device_path=$NAME"

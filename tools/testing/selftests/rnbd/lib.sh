@@ -282,6 +282,15 @@ rnbd_nr_mapped() {
 	echo $n
 }
 
+# rnbd_nr_cpu_ids: the kernel's nr_cpu_ids, one more than the highest
+# possible CPU.
+rnbd_nr_cpu_ids() {
+	local possible
+
+	possible=$(cat /sys/devices/system/cpu/possible)
+	echo $((${possible##*[-,]} + 1))
+}
+
 # rnbd_map SESSNAME DEVICE_PATH [OPTION...]: map over path 0 in one guest.
 rnbd_map() {
 	local sess=$1 path=$2
