@@ -121,20 +121,22 @@ load_client() {
 		{ echo "reconnect_timeout reads $(cat "$PARAM")"; return 1; }
 }
 
-# What fio writes once: a minute or more of IO, so that the cut comes
-# while it writes; the debug kernel is ten times slower.
+# What fio writes once, at ONCE_SEC seconds' pace whatever the link's, so
+# that the cut comes while it writes; the debug kernel is ten times slower.
 ONCE_KIB=8192
 [ -e /sys/kernel/debug/kmemleak ] && ONCE_KIB=1024
+ONCE_SEC=80
 
 # fio_start forever|once: random 4k writes of the device in the
 # background, fio stopping at the first error.  "forever": for 900 s,
 # every 16 blocks written read back and checked; "once": ONCE_KIB
-# written, then all of it read back and checked.  Its pid and, once it is done,
-# its exit code go to files, for the checks' subshells.
+# written in ONCE_SEC, then all of it read back and checked.  Its pid and,
+# once it is done, its exit code go to files, for the checks' subshells.
 fio_start() {
 	local how=(--size=8M --time_based --runtime=900 --verify_backlog=16)
 
-	[ "$1" = once ] && how=(--size="${ONCE_KIB}k")
+	[ "$1" = once ] && how=(--size="${ONCE_KIB}k"
+		"--rate_iops=,$((ONCE_KIB / 4 / ONCE_SEC + 1))")
 	rm -f "$FIO_OUT" "$FIO_OUT.pid" "$FIO_OUT.rc"
 	(
 		fio --name=path-loss --filename="/dev/$DEV" --rw=randwrite \
