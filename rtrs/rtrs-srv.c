@@ -31,8 +31,11 @@
 #define RTRS_SRV_DEF_CHUNK_SIZE		SZ_128K
 /* alloc_pages() of one chunk must stay reasonable. */
 #define RTRS_SRV_MAX_CHUNK_SIZE		SZ_1M
-/* More connections per path than any client has CPUs plus one. */
-#define RTRS_SRV_MAX_CONS		1025
+/*
+ * A client path has an admin connection, one per CPU and one per poll
+ * queue; Linux's own server takes as many, so a big client works with both.
+ */
+#define RTRS_SRV_MAX_CONS		4096
 /* REG_MRs posted at a time when a path registers its chunks. */
 #define RTRS_SRV_REG_BATCH		32
 /* A path not up this long after its first connection request is closed. */
