@@ -145,15 +145,6 @@ srv_sess_dir() {
 	echo "$SRV_DEVS/${2#/dev/}/sessions/$1"
 }
 
-# map_refused SESSNAME DEVICE_PATH OPTION...: the map fails, nothing new.
-map_refused() {
-	local before
-
-	before=$(rnbd_nr_mapped)
-	rnbd_map "$@" 2>/dev/null && { echo "mapped"; return 1; }
-	[ "$(rnbd_nr_mapped)" -eq "$before" ]
-}
-
 access_ro() {
 	local dev
 
@@ -295,13 +286,15 @@ ktap_check "a discard reaches null_blk, which reads zeroes" \
 	discard "$NULL_DEV" "$NULLB"
 ktap_check "a discard reaches the loop device" discard "$LOOP_DEV" "${LOOP#/dev/}"
 ktap_check "a write-zeroes reaches the loop device as one" write_zeroes
-ktap_check "a second rw mapping is refused" map_refused acc-rw "$LOOP"
+ktap_check "a second rw mapping is refused" \
+	rnbd_map_refused "Operation not permitted" acc-rw "$LOOP"
 ktap_check "a read-only mapping: the server says ro, writes fail" access_ro
 ktap_check "the same session cannot map it twice" \
-	map_refused acc-ro "$LOOP" access_mode=ro
+	rnbd_map_refused "File exists" acc-ro "$LOOP" access_mode=ro
 ktap_check "a migration mapping beside the rw one" access_migration
 ktap_check "a third writer is refused" \
-	map_refused acc-rw2 "$LOOP" access_mode=migration
+	rnbd_map_refused "Operation not permitted" acc-rw2 "$LOOP" \
+	access_mode=migration
 ktap_check "unmap the access-mode mappings" unmap_access
 ktap_check "force_close refuses what is not 1" force_close_bad
 ktap_check "force_close: the client's IO fails, it unmaps" force_close

@@ -300,6 +300,19 @@ rnbd_map() {
 		>/sys/devices/virtual/rnbd-client/ctl/map_device
 }
 
+# rnbd_map_refused ERROR SESSNAME DEVICE_PATH [OPTION...]: the map fails
+# with ERROR (what the write says, "Invalid argument" for EINVAL) and
+# nothing new is mapped.
+rnbd_map_refused() {
+	local want=$1 n err
+
+	shift
+	n=$(rnbd_nr_mapped)
+	err=$(rnbd_map "$@" 2>&1) && { echo "mapped"; return 1; }
+	echo "$err"
+	grep -q "$want" <<<"$err" && [ "$(rnbd_nr_mapped)" = "$n" ]
+}
+
 # rnbd_unmap RNBDN [normal|force]
 rnbd_unmap() {
 	echo "${2:-normal}" >"/sys/block/$1/rnbd/unmap_device"

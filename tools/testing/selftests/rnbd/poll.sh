@@ -193,17 +193,6 @@ cycle_paths() {
 	[ "${runs:-0}" -ge 2 ] && [ $rc -eq 0 ]
 }
 
-# map_refused SESSNAME DEVICE_PATH OPTION...: refused with EINVAL, nothing
-# new mapped.
-map_refused() {
-	local n err
-
-	n=$(rnbd_nr_mapped)
-	err=$(rnbd_map "$@" 2>&1) && { echo "mapped"; return 1; }
-	echo "$err"
-	grep -q "Invalid argument" <<<"$err" && [ "$(rnbd_nr_mapped)" = "$n" ]
-}
-
 # nr_poll_queues=-1 on a session of its own: one polled queue per CPU.
 poll_per_cpu() {
 	local dev n rc=0
@@ -236,7 +225,7 @@ ktap_check "polled IO verified while each path is disconnected and reconnected" 
 	cycle_paths
 ktap_check "the server's disk holds what the client reads" same_data
 ktap_check "a device of the session without its polled queue is refused" \
-	map_refused "$SESSNAME" "$LOOP"
+	rnbd_map_refused "Invalid argument" "$SESSNAME" "$LOOP"
 ktap_check "nr_poll_queues=-1: a polled queue per CPU" poll_per_cpu
 ktap_check "unmap_device normal" unmap
 ktap_check "nothing left mapped" test "$(rnbd_nr_mapped)" = 0
