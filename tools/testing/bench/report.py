@@ -50,7 +50,8 @@ TARGETS = [
 ]
 
 METRICS = ["iops", "mib_s", "lat_mean_us", "lat_p99_us",
-           "clt_cpu_us_per_io", "srv_cpu_us_per_io"]
+           "clt_cpu_us_per_io", "srv_cpu_us_per_io",
+           "clt_cpu_busy", "srv_cpu_busy"]
 
 
 def busy_rate(reading, hz):
@@ -305,15 +306,28 @@ def targets(cells):
     return out
 
 
-def target_lines(tgts):
+def busy(cells, job, cfg):
+    """How many CPUs each side kept busy in a job, as "client/server"."""
+    c = cells.get((job, cfg)) or {}
+    return f"{mean(c.get('clt_cpu_busy'))}/{mean(c.get('srv_cpu_busy'))}"
+
+
+def target_lines(tgts, cells, facts):
     lines = ["", "Targets (ratio of the means; the rounds' own ratios in "
-             "brackets):"]
+             "brackets; then the CPUs busy, client/server, of "
+             f"{facts.get('client.cpus', '?')}/"
+             f"{facts.get('server.cpus', '?')} vCPUs on "
+             f"{facts.get('host.cpus', '?')} host CPUs):"]
     for t in tgts:
         r = t["ratio"]
         got = "-" if r is None else f"{r['mean']:.2f}" + (
             f" ({r['min']:.2f}-{r['max']:.2f})" if "min" in r else "")
         lines.append(f"  {t['target']:<56} {got:>18}  want {t['bound']}: "
                      f"{t['status']}")
+        lines.append(f"    CPUs busy: {t['config']} "
+                     f"{busy(cells, t['job'], t['config'])}, "
+                     f"{t['reference']} "
+                     f"{busy(cells, t['job'], t['reference'])}")
     return lines
 
 
@@ -388,7 +402,7 @@ def cmd_report(a):
               "(the same paths and policy, else upstream-1p), of NVMe-oF and "
               "of the server's null_blk used locally.  CPU us/IO: busy CPU "
               "time of the client and server guests (/proc/stat) per IO."]
-    lines += target_lines(tgts)
+    lines += target_lines(tgts, cells, facts)
     text = "\n".join(lines) + "\n"
     print(text, end="")
     with open(os.path.join(a.dir, "report.txt"), "w") as f:
