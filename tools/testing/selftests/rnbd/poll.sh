@@ -4,9 +4,9 @@
 # Polled queues, in one guest: a null_blk mapped over both paths with
 # nr_poll_queues=1 has a polled hardware queue; fio with io_uring's IOPOLL
 # writes and verifies it (crc32c) through that queue, also while each path
-# in turn is disconnected and reconnected, and the server's disk holds what
-# the client read.  A device of the same session must ask for as many
-# polled queues; nr_poll_queues=-1 is one per CPU.
+# in turn, then both at once, are disconnected and reconnected, and the
+# server's disk holds what the client read.  A device of the same session
+# must ask for as many polled queues; nr_poll_queues=-1 is one per CPU.
 #
 # rnbd-vm: topology=one
 
@@ -149,33 +149,56 @@ io_loop() {
 	done
 }
 
-# path_cycle PATH: disconnected for a while, then reconnected.
-path_cycle() {
-	local d
+paths_are() {
+	local i
 
-	d=$(path_dir "$1") || { echo "no path $1"; return 1; }
-	echo 1 >"$d/disconnect" || return 1
-	rnbd_wait 30 path_is "$1" disconnected ||
-		{ echo "path $1 did not disconnect"; return 1; }
+	for i in $1; do
+		path_is "$i" "$2" || return 1
+	done
+}
+
+# path_cycle "PATH...": those paths disconnected for a while, then
+# reconnected.
+path_cycle() {
+	local i d runs
+
+	for i in $1; do
+		d=$(path_dir "$i") || { echo "no path $i"; return 1; }
+		echo 1 >"$d/disconnect" || return 1
+	done
+	rnbd_wait 30 paths_are "$1" disconnected ||
+		{ echo "paths $1 did not disconnect"; return 1; }
+	# With no path left no IO completes, and no fio run ends: the one a
+	# second after the cut at most finishes exiting.
+	sleep 1
+	runs=$(cat "$RUN.runs" 2>/dev/null)
 	sleep 3
-	echo 1 >"$d/reconnect" || return 1
-	rnbd_wait 60 path_is "$1" connected ||
-		{ echo "path $1 did not reconnect"; return 1; }
+	if [ "$(wc -w <<<"$1")" -eq "$RNBD_NR_PATHS" ] &&
+	   [ "$(cat "$RUN.runs" 2>/dev/null)" != "$runs" ]; then
+		echo "a fio run ended with no path connected"
+		return 1
+	fi
+	for i in $1; do
+		echo 1 >"$(path_dir "$i")/reconnect" || return 1
+	done
+	rnbd_wait 60 paths_are "$1" connected ||
+		{ echo "paths $1 did not reconnect"; return 1; }
 	sleep 2
 }
 
-# Each path in turn disconnected, then reconnected, under polled IO: its
-# requests in flight, on a completion queue nobody polls once it is gone,
-# fail over to the other path.
+# cycle_paths "PATHS"...: each set of paths in turn disconnected, then
+# reconnected, under polled IO.  With one path gone, its requests in
+# flight, on a completion queue nobody polls any more, fail over to the
+# other; with both gone, the IO waits for them and goes on, no error.
 cycle_paths() {
-	local i runs pid rc=0
+	local set runs pid rc=0
 
 	rm -f "$RUN.stop" "$RUN.failed" "$RUN.runs" "$RUN".fio.*
 	io_loop &
 	pid=$!
 	sleep 3
-	for i in 0 1 0 1; do
-		if ! path_cycle "$i"; then
+	for set in "$@"; do
+		if ! path_cycle "$set"; then
 			rc=1
 			break
 		fi
@@ -222,7 +245,9 @@ ktap_check "fio io_uring IOPOLL: 2M randwrite in 4k blocks verified, polled" \
 ktap_check "fio io_uring IOPOLL: 8M write in 64k blocks verified, polled" \
 	polled_verify write 64k 8M
 ktap_check "polled IO verified while each path is disconnected and reconnected" \
-	cycle_paths
+	cycle_paths 0 1 0 1
+ktap_check "polled IO verified while both paths are down for 3 s, twice" \
+	cycle_paths "0 1" "0 1"
 ktap_check "the server's disk holds what the client reads" same_data
 ktap_check "a device of the session without its polled queue is refused" \
 	rnbd_map_refused "Invalid argument" "$SESSNAME" "$LOOP"
