@@ -41,7 +41,11 @@ setup() {
 	rnbd_nullb_up "$NULLB" 64 || { echo "no null_blk"; return 1; }
 	LOOP=$(rnbd_loop_up "$LOOP_FILE" 16) || { echo "no loop device"; return 1; }
 	mountpoint -q "$DEBUGFS" || mount -t debugfs none "$DEBUGFS" || return 1
-	modprobe rnbd-server && modprobe rnbd-client && poll_trace_on || return 1
+	# With both paths down, IO waits for them however long the kernel
+	# takes to reconnect (the debug kernel, under load, half a minute):
+	# path-loss.sh tests the timeout itself.
+	modprobe rnbd-server && modprobe rnbd-client reconnect_timeout=600 &&
+		poll_trace_on || return 1
 	echo "sessname=$SESSNAME$(paths) device_path=/dev/$NULLB nr_poll_queues=1" \
 		>"$CTL/map_device" || return 1
 	DEV=$(rnbd_dev_of "$SESSNAME" "/dev/$NULLB")
