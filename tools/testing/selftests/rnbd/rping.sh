@@ -12,15 +12,30 @@
 
 COUNT=5
 
+# rping_listening ADDR...: an rping listens on each address.
+rping_listening() {
+	local a ids
+
+	ids=$(rdma res show cm_id) || return 1
+	for a in "$@"; do
+		grep -q "state LISTEN .* comm rping src-addr $a:" <<<"$ids" ||
+			return 1
+	done
+}
+
 test_server() {
-	local i pids=()
+	local i addrs=() pids=()
 
 	rnbd_rdma_up || return 1
 	# Persistent servers: they serve every client of the test.
 	for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
-		rping -s -P -a "$(rnbd_path_addr "$i" server)" &
+		addrs+=("$(rnbd_path_addr "$i" server)")
+		rping -s -P -a "${addrs[i]}" &
 		pids+=($!)
 	done
+	# The client's first connect would be rejected before they listen.
+	rnbd_wait 30 rping_listening "${addrs[@]}" ||
+		echo "rping does not listen on ${addrs[*]}"
 	rnbd_sync_put listening
 	rnbd_sync_wait client-done "$RNBD_VM_TIMEOUT"
 	kill "${pids[@]}"
