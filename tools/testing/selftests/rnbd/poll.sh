@@ -153,6 +153,7 @@ io_loop() {
 	done
 }
 
+# paths_are "PATH..." STATE: every one of those paths is in STATE.
 paths_are() {
 	local i
 
@@ -172,8 +173,9 @@ path_cycle() {
 	done
 	rnbd_wait 30 paths_are "$1" disconnected ||
 		{ echo "paths $1 did not disconnect"; return 1; }
-	# With no path left no IO completes, and no fio run ends: the one a
-	# second after the cut at most finishes exiting.
+	# With no path left no IO can complete, so no fio run may end.  A run
+	# that completed its last IO just before the cut gets a second to exit
+	# before the count is taken.
 	sleep 1
 	runs=$(cat "$RUN.runs" 2>/dev/null)
 	sleep 3
