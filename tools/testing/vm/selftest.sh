@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # The test bed's own test: in one boot, a clean test passes, a test that
-# makes the kernel log a WARNING fails, a test that hangs fails by timeout,
-# the tests after it are reported as not run, and no QEMU is left behind.
+# makes the kernel log a WARNING fails, a test that hangs fails by timeout
+# and shows the stack of its task stuck in the kernel, the tests after it
+# are reported as not run, and no QEMU is left behind.
 
 set -u
 
@@ -27,6 +28,8 @@ expect '^not ok 2 selftests: rnbd: warn.sh$'
 expect 'bad line.*|WARNING: CPU: 0 PID: .* planted'
 expect '^not ok 3 selftests: rnbd: hang.sh$'
 expect '# timed out in hang.sh'
+expect 'console: .*task:dd +state:D'
+expect 'console: .*blk_mq|console: .*io_schedule'
 expect '^not ok 4 selftests: rnbd: pass.sh$'
 expect '# not run: timed out'
 [ $rc -ne 0 ] || { echo "rnbd-vm exited 0 with failed tests"; fail=1; }
