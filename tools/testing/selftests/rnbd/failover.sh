@@ -171,16 +171,6 @@ server() {
 	[ "$status" = ok ] || { echo "$status"; return 1; }
 }
 
-path_state() {
-	local d
-
-	d=$(path_dir "$1") && cat "$d/state"
-}
-
-path_is() {
-	[ "$(path_state "$1")" = "$2" ]
-}
-
 # The IO: fio runs one after the other, each writing then verifying its
 # region, until told to stop; a failed run is kept.
 io_loop() {
@@ -274,15 +264,15 @@ secs() {
 cut() {
 	local kind=$1 i=$2 t0 t1 t2 t3
 
-	path_is "$i" connected || { echo "path $i is $(path_state "$i")"; return 1; }
+	rnbd_path_is "$i" connected || { echo "path $i is $(rnbd_path_state "$i")"; return 1; }
 	t0=$(now)
 	case $kind in
 	netem) tc qdisc add dev "$(rnbd_path_netdev "$i")" root netem loss 100% ;;
 	nft) server nft_drop "$i" add ;;
 	link) rnbd_host set_link "p$i" off ;;
 	esac || { echo "cannot cut path $i by $kind"; return 1; }
-	rnbd_wait 120 path_is "$i" disconnected ||
-		{ echo "path $i still $(path_state "$i") 120 s after the cut"; return 1; }
+	rnbd_wait 120 rnbd_path_is "$i" disconnected ||
+		{ echo "path $i still $(rnbd_path_state "$i") 120 s after the cut"; return 1; }
 	t1=$(now)
 	io_flows || { echo "no IO completes with path $i down"; return 1; }
 	case $kind in
@@ -291,7 +281,7 @@ cut() {
 	link) rnbd_host set_link "p$i" on ;;
 	esac || { echo "cannot restore path $i"; return 1; }
 	t2=$(now)
-	rnbd_wait 120 path_is "$i" connected ||
+	rnbd_wait 120 rnbd_path_is "$i" connected ||
 		{ echo "path $i did not reconnect in 120 s"; return 1; }
 	t3=$(now)
 	echo "$kind path $i: closed $(secs "$t0" "$t1") s after the cut, longest IO stall $(stall_since "$t0") s, reconnected $(secs "$t2" "$t3") s after the restore"
@@ -310,27 +300,27 @@ cuts() {
 ctl() {
 	local d
 
-	d=$(path_dir "$1") || { echo "no path $1"; return 1; }
+	d=$(rnbd_path_dir "$1") || { echo "no path $1"; return 1; }
 	echo 1 >"$d/$2"
 }
 
 disconnect_reconnect() {
 	ctl "$1" disconnect || return 1
-	path_is "$1" disconnected || { echo "path $1 is $(path_state "$1")"; return 1; }
+	rnbd_path_is "$1" disconnected || { echo "path $1 is $(rnbd_path_state "$1")"; return 1; }
 	io_flows || return 1
 	# It stays down: no reconnect of its own.
 	sleep 10
-	path_is "$1" disconnected ||
+	rnbd_path_is "$1" disconnected ||
 		{ echo "path $1 came back by itself after disconnect"; return 1; }
 	ctl "$1" reconnect || return 1
-	path_is "$1" connected
+	rnbd_path_is "$1" connected
 }
 
 srv_disconnect_path() {
 	server srv_disconnect "$1" || return 1
-	rnbd_wait 60 path_is "$1" disconnected || true
-	rnbd_wait 120 path_is "$1" connected ||
-		{ echo "path $1 is $(path_state "$1") after the server closed it"; return 1; }
+	rnbd_wait 60 rnbd_path_is "$1" disconnected || true
+	rnbd_wait 120 rnbd_path_is "$1" connected ||
+		{ echo "path $1 is $(rnbd_path_state "$1") after the server closed it"; return 1; }
 	io_flows
 }
 
@@ -345,10 +335,10 @@ remove_add() {
 	local n
 
 	ctl "$1" remove_path || return 1
-	path_dir "$1" >/dev/null && { echo "path $1 is still there"; return 1; }
+	rnbd_path_dir "$1" >/dev/null && { echo "path $1 is still there"; return 1; }
 	io_flows || return 1
 	add_path "$1" || return 1
-	path_is "$1" connected || return 1
+	rnbd_path_is "$1" connected || return 1
 	n=$(find "$SESS/paths" -mindepth 1 -maxdepth 1 | wc -l)
 	[ "$n" -eq 2 ] || { echo "$n paths"; return 1; }
 }
@@ -399,7 +389,7 @@ last_path_stays() {
 	local d
 
 	ctl 1 remove_path || return 1
-	d=$(path_dir 0) || return 1
+	d=$(rnbd_path_dir 0) || return 1
 	echo 1 >"$d/remove_path" 2>/dev/null && { echo "the last path was removed"; return 1; }
 	add_path 1
 }

@@ -111,6 +111,29 @@ rnbd_path_rxe() {
 	echo "rxe$1"
 }
 
+# rnbd_path_dir PATH: the client's sysfs directory, in session $SESSNAME, of
+# the path to the server's address number PATH.
+rnbd_path_dir() {
+	local p
+
+	for p in "/sys/class/rtrs-client/$SESSNAME"/paths/*; do
+		grep -qsx "ip:$(rnbd_path_addr "$1" server)" "$p/dst_addr" &&
+			{ echo "$p"; return 0; }
+	done
+	return 1
+}
+
+rnbd_path_state() {
+	local d
+
+	d=$(rnbd_path_dir "$1") && cat "$d/state"
+}
+
+# rnbd_path_is PATH STATE
+rnbd_path_is() {
+	[ "$(rnbd_path_state "$1")" = "$2" ]
+}
+
 # Soft-RoCE over the netdev of each path.  Idempotent, and serialised: in
 # one guest both sides of a test bring it up at the same time.
 rnbd_rdma_up() {

@@ -269,22 +269,11 @@ map() {
 	done
 }
 
-# path_dir PATH: the client's sysfs directory of PATH in the session.
+# The session's directory in the client's sysfs.
 SESS=/sys/class/rtrs-client/$SESSNAME
-path_dir() {
-	local p
-
-	for p in "$SESS"/paths/*; do
-		if grep -qx "ip:$(rnbd_path_addr "$1" server)" "$p/dst_addr" 2>/dev/null; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
-}
 
 paths_connected() {
-	local dir=/sys/class/rtrs-client/$SESSNAME/paths p n=0
+	local dir=$SESS/paths p n=0
 
 	for p in "$dir"/*/state; do
 		[ -e "$p" ] || continue

@@ -19,12 +19,12 @@ DELAY_MS=200
 
 # Requests path N carried since its last reset: reads and writes.
 reqs() {
-	awk '{ print $1 + $3 }' "$(path_dir "$1")/stats/rdma"
+	awk '{ print $1 + $3 }' "$(rnbd_path_dir "$1")/stats/rdma"
 }
 
 reset_stats() {
-	echo 1 >"$(path_dir 0)/stats/reset_all" &&
-		echo 1 >"$(path_dir 1)/stats/reset_all"
+	echo 1 >"$(rnbd_path_dir 0)/stats/reset_all" &&
+		echo 1 >"$(rnbd_path_dir 1)/stats/reset_all"
 }
 
 # policy NAME: the session takes it; it reads back as NAME.
@@ -72,7 +72,7 @@ min_inflight() {
 }
 
 latency_ns() {
-	sed -n 's/^\([0-9]*\) ns$/\1/p' "$(path_dir "$1")/cur_latency"
+	sed -n 's/^\([0-9]*\) ns$/\1/p' "$(rnbd_path_dir "$1")/cur_latency"
 }
 
 # The heartbeats (every 5 s) saw path 1's delay.

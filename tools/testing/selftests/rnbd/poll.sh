@@ -124,22 +124,6 @@ same_data() {
 	[ "$a" = "$b" ] || { echo "rnbd: $a, server: $b"; return 1; }
 }
 
-path_dir() {
-	local p
-
-	for p in "/sys/class/rtrs-client/$SESSNAME"/paths/*; do
-		grep -qx "ip:$(rnbd_path_addr "$1" server)" "$p/dst_addr" &&
-			{ echo "$p"; return 0; }
-	done
-	return 1
-}
-
-path_is() {
-	local d
-
-	d=$(path_dir "$1") && [ "$(cat "$d/state")" = "$2" ]
-}
-
 # Polled fio runs one after the other over 4 MiB regions, until told to
 # stop; a failed run is kept.
 io_loop() {
@@ -158,7 +142,7 @@ paths_are() {
 	local i
 
 	for i in $1; do
-		path_is "$i" "$2" || return 1
+		rnbd_path_is "$i" "$2" || return 1
 	done
 }
 
@@ -168,7 +152,7 @@ path_cycle() {
 	local i d runs
 
 	for i in $1; do
-		d=$(path_dir "$i") || { echo "no path $i"; return 1; }
+		d=$(rnbd_path_dir "$i") || { echo "no path $i"; return 1; }
 		echo 1 >"$d/disconnect" || return 1
 	done
 	rnbd_wait 30 paths_are "$1" disconnected ||
@@ -185,7 +169,7 @@ path_cycle() {
 		return 1
 	fi
 	for i in $1; do
-		echo 1 >"$(path_dir "$i")/reconnect" || return 1
+		echo 1 >"$(rnbd_path_dir "$i")/reconnect" || return 1
 	done
 	rnbd_wait 60 paths_are "$1" connected ||
 		{ echo "paths $1 did not reconnect"; return 1; }
