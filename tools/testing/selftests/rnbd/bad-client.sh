@@ -85,17 +85,6 @@ verify() {
 	return $rc
 }
 
-paths_connected() {
-	local p n=0
-
-	for p in "/sys/class/rtrs-client/$SESSNAME"/paths/*/state; do
-		[ -e "$p" ] || continue
-		[ "$(cat "$p")" = connected ] && n=$((n + 1))
-	done
-	[ "$n" -eq "$RNBD_NR_PATHS" ] ||
-		{ echo "$n of $RNBD_NR_PATHS paths connected"; return 1; }
-}
-
 # run_case NAME: the module's verdict; its line is the diagnostic.
 run_case() {
 	local result
@@ -199,7 +188,7 @@ ktap_check "our client writes and reads back 1 MiB" verify before
 while IFS=$'\t' read -r name expect; do
 	[ -n "$name" ] && ktap_case "$name" "$expect"
 done <<<"$CASES"
-ktap_check "our client: both paths still connected" paths_connected
+ktap_check "our client: both paths still connected" rnbd_paths_connected
 ktap_check "our client writes and reads back 1 MiB after the cases" \
 	verify after
 ktap_check "server: rtrs_srv_conn_rejected and rtrs_srv_bad_msg traced" \

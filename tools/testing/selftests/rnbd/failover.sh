@@ -404,7 +404,7 @@ test_client() {
 	ktap_check "rtrs-client and rnbd-client load" client_modules_load
 	modprobe sch_netem
 	ktap_check "map_device over both paths" map
-	ktap_check "both paths connected" paths_connected
+	ktap_check "both paths connected" rnbd_paths_connected
 	ktap_check "fio verify starts" io_start
 	ktap_check "$FAILOVER_CUTS cuts by netem loss 100% on the client" \
 		cuts netem "$FAILOVER_CUTS"

@@ -134,6 +134,20 @@ rnbd_path_is() {
 	[ "$(rnbd_path_state "$1")" = "$2" ]
 }
 
+# rnbd_paths_connected: every path of session $SESSNAME is connected; prints
+# the state of each.
+rnbd_paths_connected() {
+	local p n=0
+
+	for p in "/sys/class/rtrs-client/$SESSNAME"/paths/*/state; do
+		[ -e "$p" ] || continue
+		echo "$(basename "$(dirname "$p")"): $(cat "$p")"
+		[ "$(cat "$p")" = connected ] && n=$((n + 1))
+	done
+	[ "$n" -eq "$RNBD_NR_PATHS" ] ||
+		{ echo "$n of $RNBD_NR_PATHS paths connected"; return 1; }
+}
+
 # Soft-RoCE over the netdev of each path.  Idempotent, and serialised: in
 # one guest both sides of a test bring it up at the same time.
 rnbd_rdma_up() {

@@ -269,19 +269,10 @@ map() {
 	done
 }
 
-# The session's directory in the client's sysfs.
+# The session's directory in the client's sysfs, for the tests that source
+# this file.
+# shellcheck disable=SC2034
 SESS=/sys/class/rtrs-client/$SESSNAME
-
-paths_connected() {
-	local dir=$SESS/paths p n=0
-
-	for p in "$dir"/*/state; do
-		[ -e "$p" ] || continue
-		echo "$(basename "$(dirname "$p")"): $(cat "$p")"
-		[ "$(cat "$p")" = connected ] && n=$((n + 1))
-	done
-	[ "$n" -eq "$RNBD_NR_PATHS" ]
-}
 
 # fio_verify RW BS SIZE IODEPTH: SIZE written to each device in blocks of
 # BS, read back and checked against each block's crc32c; timeout bounds it.
@@ -383,7 +374,7 @@ test_client() {
 	ktap_check "$MAP_CLIENT rtrs-client and rnbd-client load" \
 		client_modules_load
 	ktap_check "map_device over both paths: brd and null_blk, of their size" map
-	ktap_check "both paths connected" paths_connected
+	ktap_check "both paths connected" rnbd_paths_connected
 	for run in $FIO_RUNS; do
 		IFS=: read -r rw bs size qd <<<"$run"
 		ktap_check "fio: $size $rw in $bs blocks at iodepth $qd verified (crc32c)" \

@@ -352,7 +352,7 @@ round_one() {
 	local n
 
 	ktap_check "map_device over both paths" map
-	ktap_check "both paths connected" paths_connected
+	ktap_check "both paths connected" rnbd_paths_connected
 	fio_start forever
 	ktap_check "fio writes and verifies" fio_ios
 	ktap_check "the host pulls both cables" links off
@@ -428,7 +428,7 @@ round_three() {
 		reconnected "$n"
 	ktap_check "fio ends without an error, all verified" fio_passed
 	ktap_check "the IO never failed" no_io_failed
-	ktap_check "both paths connected" paths_connected
+	ktap_check "both paths connected" rnbd_paths_connected
 }
 
 # server_restarted WANT: the server side unloaded and loaded its modules,

@@ -113,7 +113,7 @@ test_client() {
 	ktap_check "rtrs-client and rnbd-client load" client_modules_load
 	modprobe sch_netem
 	ktap_check "map_device over both paths" map
-	ktap_check "both paths connected" paths_connected
+	ktap_check "both paths connected" rnbd_paths_connected
 	ktap_check "round-robin: each path carries 40 to 60 % of the IO" round_robin
 	ktap_check "path 1: ${DELAY_MS} ms netem delay" delay_on
 	ktap_check "min-inflight: the delayed path carries less than a third" min_inflight

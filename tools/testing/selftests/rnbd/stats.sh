@@ -15,7 +15,6 @@ SESSNAME=stats
 MAP_NULL_BLK=0
 . "$(dirname "$0")/map-lib.sh"
 
-CLT_PATHS=/sys/class/rtrs-client/$SESSNAME/paths
 SRV_PATHS=/sys/class/rtrs-server/$SESSNAME/paths
 # The user header of each RNBD IO, struct rnbd_msg_io, in the bytes counted.
 IO_HDR=32
@@ -118,7 +117,7 @@ sum() {
 stats_files() {
 	local p s re='^[0-9]+( [0-9]+){5}$'
 
-	for p in "$CLT_PATHS"/*; do
+	for p in "$SESS/paths"/*; do
 		s=$p/stats
 		[[ "$(cat "$s/rdma")" =~ $re ]] ||
 			{ echo "$s/rdma: '$(cat "$s/rdma")'"; return 1; }
@@ -161,7 +160,7 @@ reset_both() {
 	rnbd_sync_put srv-reset
 	status=$(rnbd_sync_wait srv-reset-done 60) || return 1
 	[ "$status" = ok ] || { echo "server: $status"; return 1; }
-	for p in "$CLT_PATHS"/*; do
+	for p in "$SESS/paths"/*; do
 		echo 1 >"$p/stats/reset_all" && zeroed "$p" || return 1
 	done
 }
@@ -197,7 +196,7 @@ counted() {
 
 	read -ra b <"$BLK_BEFORE"
 	read -ra a <<<"$(blk_stat)"
-	for p in "$CLT_PATHS"/*; do
+	for p in "$SESS/paths"/*; do
 		read -ra r <"$p/stats/rdma"
 		echo "$(basename "$p"): ${r[*]}"
 		[ $((r[0] + r[2])) -gt 0 ] || { echo "no IO on it"; rc=1; }
@@ -223,7 +222,7 @@ same_as_server() {
 	rnbd_sync_put srv-stats
 	srv=$(rnbd_sync_wait srv-stats-done 60) || return 1
 	echo "server: $srv"
-	for p in "$CLT_PATHS"/*; do
+	for p in "$SESS/paths"/*; do
 		name=$(basename "$p")
 		read -ra r <"$p/stats/rdma"
 		s=$(grep "^$name " <<<"$srv" | cut -d' ' -f2-)
@@ -238,7 +237,7 @@ same_as_server() {
 migrations() {
 	local p from to
 
-	for p in "$CLT_PATHS"/*; do
+	for p in "$SESS/paths"/*; do
 		per_cpu "$p/stats/cpu_migration_from" &&
 			per_cpu "$p/stats/cpu_migration_to" || return 1
 		from=$(sum "$p/stats/cpu_migration_from")
@@ -261,7 +260,7 @@ some_counted() {
 reset_one() {
 	local p q
 
-	read -r p q < <(echo "$CLT_PATHS"/*)
+	read -r p q < <(echo "$SESS/paths"/*)
 	some_counted "$p" && some_counted "$q" || return 1
 	echo 1 >"$p/stats/$1" && zeroed "$p" "$2" && some_counted "$q"
 }
@@ -270,7 +269,7 @@ reset_one() {
 reset_all_second() {
 	local p q
 
-	read -r p q < <(echo "$CLT_PATHS"/*)
+	read -r p q < <(echo "$SESS/paths"/*)
 	some_counted "$q" && echo 1 >"$q/stats/reset_all" && zeroed "$q"
 }
 
@@ -295,7 +294,7 @@ test_client() {
 	ktap_check "rtrs-client and rnbd-client load" client_modules_load
 	ktap_check "events/rtrs_clt in tracefs, enabled" rnbd_trace_on rtrs_clt
 	ktap_check "map_device over both paths" map
-	ktap_check "both paths connected" paths_connected
+	ktap_check "both paths connected" rnbd_paths_connected
 	ktap_check "rtrs_clt_path_connected traced for both paths" \
 		rnbd_traced 2 rtrs_clt_path_connected "sess=$SESSNAME path=.* hca=rxe"
 	ktap_check "stats/ of both paths: rdma, reconnects, cpu_migration_*, reset_all" \
