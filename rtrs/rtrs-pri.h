@@ -327,7 +327,6 @@ struct rtrs_path;
  * @cq: the completion queue of both its send and receive queues
  * @cid: its index in the path; 0 is the admin connection
  * @nr_cqe: the size of @cq
- * @sq_wr_avail: free entries of the send queue
  * @sig_cnt: IO work requests posted that may go unsignaled
  */
 struct rtrs_con {
@@ -337,7 +336,6 @@ struct rtrs_con {
 	struct ib_cq *cq;
 	unsigned int cid;
 	unsigned int nr_cqe;
-	atomic_t sq_wr_avail;
 	atomic_t sig_cnt;
 };
 

@@ -439,7 +439,6 @@ int rtrs_con_create_qp(struct rtrs_con *con, struct ib_pd *pd,
 		return err;
 	}
 	con->qp = con->cm_id->qp;
-	atomic_set(&con->sq_wr_avail, max_send_wr);
 	return 0;
 }
 EXPORT_SYMBOL_GPL(rtrs_con_create_qp);
