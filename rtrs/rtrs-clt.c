@@ -1029,9 +1029,10 @@ static int rtrs_clt_alloc_reqs(struct rtrs_clt_path *path)
 
 /*
  * Send @req, taken off its failed path, on another path of the session,
- * else fail it.  The server can no longer write to what it registered.
+ * else give it back to its user with the error: the ULP decides whether to
+ * wait for a path.  The server can no longer write to what it registered.
  */
-static void rtrs_clt_failover_req(struct rtrs_clt_req *req)
+static int rtrs_clt_failover_req(struct rtrs_clt_req *req)
 {
 	struct rtrs_clt_req_ops ops = {
 		.priv = req->priv,
@@ -1046,18 +1047,16 @@ static void rtrs_clt_failover_req(struct rtrs_clt_req *req)
 	err = rtrs_clt_send(req->path->sess, req->path, req->dir, &ops,
 			    req->permit, &vec, 1, req->data_len, req->sg,
 			    req->sg_cnt);
-	if (err) {
-		rtrs_path_err_rl(&req->path->s, "%s: request %u failed: no path left (%d)\n",
-				 req->path->name, req->permit->mem_id, err);
+	if (err)
 		req->conf(req->priv, err);
-	}
+	return err;
 }
 
 /* After the queue pairs are gone: what the server never answered. */
 static void rtrs_clt_failover_reqs(struct rtrs_clt_path *path)
 {
 	struct rtrs_clt_req *req;
-	unsigned int n = 0;
+	unsigned int moved = 0, failed = 0;
 	u32 i;
 
 	for (i = 0; path->reqs && i < path->queue_depth; i++) {
@@ -1066,12 +1065,19 @@ static void rtrs_clt_failover_reqs(struct rtrs_clt_path *path)
 			continue;
 		rtrs_clt_req_unmap(req);
 		atomic_dec(&path->inflight);
-		rtrs_clt_failover_req(req);
-		n++;
+		if (rtrs_clt_failover_req(req)) {
+			failed++;
+			continue;
+		}
+		moved++;
 	}
-	if (n)
+	if (moved)
 		rtrs_path_info(&path->s, "%s: %u requests in flight failed over\n",
-			       path->name, n);
+			       path->name, moved);
+	/* One line, not one per request: losing the last path is no bug. */
+	if (failed)
+		rtrs_path_info(&path->s, "%s: %u requests in flight had no path left\n",
+			       path->name, failed);
 }
 
 /* Connections */
