@@ -6,13 +6,15 @@
 # time, while one path at a time is cut and restored: its packets dropped
 # with its link up (netem on the client, an nftables drop of RoCEv2 on the
 # server), its cable pulled (QEMU set_link), closed from the client's and
-# the server's sysfs, removed and added again.  Every fio run must pass:
+# the server's sysfs, removed and added again; and the server's guest is
+# paused long enough for rxe to retry.  Every fio run must pass:
 # the IO of a cut path fails over to the other one, and the cut path comes
 # back by itself.  The figures (time to notice a cut, longest stall of the
 # disk, time to reconnect) are printed as diagnostics.
 #
-#   FAILOVER_CUTS   cuts by netem (default 8; and 2 by nftables: ten with
+#   FAILOVER_CUTS   cuts by netem (default 6; and 2 by nftables: eight with
 #                   the link up, then 2 by set_link)
+#   PAUSES          pauses of the server's guest, PAUSE_S each (default 4)
 #
 # rnbd-vm: topology=two
 # rnbd-vm: timeout=1200
@@ -21,7 +23,9 @@ SESSNAME=failover
 MAP_NULL_BLK=0
 . "$(dirname "$0")/map-lib.sh"
 
-: "${FAILOVER_CUTS:=8}"
+: "${FAILOVER_CUTS:=6}" "${PAUSES:=4}"
+# Past rxe's ACK timeout (rdma_cm's, 2.1 s), so that the client retries.
+PAUSE_S=4
 RUN=/tmp/rnbd-failover
 RTRS_SRV=/sys/class/rtrs-server/$SESSNAME
 
@@ -385,6 +389,44 @@ stats_match() {
 	done
 }
 
+# The client's rxe retries: its completer's count of them.
+rxe_retries() {
+	local i n=0 r
+
+	for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
+		r=$(rdma statistic show link "$(rnbd_path_rxe "$i")/1" |
+			sed -n 's/.* completer_retry_err \([0-9]*\).*/\1/p')
+		n=$((n + ${r:-0}))
+	done
+	echo "$n"
+}
+
+# pauses N: the server's guest paused N times, 10 s apart, as a starved
+# host would.  The client's rxe retries what went unacknowledged, and a
+# retry may run into rxe's fault (testing.rst): that path stops, and our
+# watchdog must close it, fail its requests over and reconnect it.  The
+# IO goes on either way and both paths are connected at the end.
+pauses() {
+	local n r0 r1 i
+
+	r0=$(rxe_retries)
+	for n in $(seq 1 "$1"); do
+		rnbd_host pause server "$PAUSE_S" || return 1
+		io_flows || { echo "no IO completes after pause $n"; return 1; }
+		sleep 10
+	done
+	r1=$(rxe_retries)
+	echo "rxe retried $((r1 - r0)) times"
+	[ "$r1" -gt "$r0" ] || { echo "no retry: the pauses tested nothing"; return 1; }
+	if dmesg | grep -q 'rxe_reg_fast_mr: .* not free'; then
+		echo "rxe's fault: $(dmesg | grep -c 'unanswered for') path(s) closed by the watchdog"
+	fi
+	for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
+		rnbd_wait 120 rnbd_path_is "$i" connected ||
+			{ echo "path $i is $(rnbd_path_state "$i")"; return 1; }
+	done
+}
+
 last_path_stays() {
 	local d
 
@@ -395,7 +437,7 @@ last_path_stays() {
 }
 
 test_client() {
-	ktap_header 24
+	ktap_header 25
 	pattern "$TOKEN" "$PATTERN"
 	rm -f "$PATTERN.written"
 	ktap_check "rxe up" rnbd_rdma_up
@@ -419,6 +461,8 @@ test_client() {
 	ktap_check "path 1: server's disconnect, the client reconnects" srv_disconnect_path 1
 	ktap_check "path 0: remove_path and add_path" remove_add 0
 	ktap_check "path 1: remove_path and add_path" remove_add 1
+	ktap_check "the server's guest paused $PAUSES times for $PAUSE_S s: rxe retries, the IO goes on" \
+		pauses "$PAUSES"
 	ktap_check "remove_path refuses the last path" last_path_stays
 	ktap_check "fio: every run verified, no IO error" io_stop
 	server end >/dev/null 2>&1

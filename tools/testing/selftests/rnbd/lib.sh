@@ -226,9 +226,9 @@ rnbd_run_roles() {
 	esac
 }
 
-# rnbd_host CMD...: ask the host's runner to act on the guests' QEMU, for
-# example "set_link p1 off" to pull the cable of path 1.  Only in the
-# two-guest topology.
+# rnbd_host CMD...: ask the host's runner to act on the guests' QEMU:
+# "set_link p1 off" pulls the cable of path 1, "pause server 4" stops the
+# server's guest for 4 s.  Only in the two-guest topology.
 rnbd_host() {
 	local dir="$RNBD_SHARE/ctl" id
 
