@@ -143,7 +143,7 @@ client_map() {
 	echo "  $SERVER_DISK, $((SERVER_SIZE >> 20)) MiB"
 	step "client: load rnbd-client" client_modules_load &&
 		step "client: map the server's disk over both paths" demo_map &&
-		step "paths of session $SESSNAME" paths_connected
+		step "paths of session $SESSNAME" rnbd_paths_connected
 }
 
 # fio_run RW BS DEPTH: FIO_SECS seconds of RW in blocks of BS, DEPTH of
