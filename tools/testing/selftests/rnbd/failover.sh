@@ -300,23 +300,15 @@ cuts() {
 	done
 }
 
-# ctl PATH FILE: write 1 to FILE of PATH's sysfs.
-ctl() {
-	local d
-
-	d=$(rnbd_path_dir "$1") || { echo "no path $1"; return 1; }
-	echo 1 >"$d/$2"
-}
-
 disconnect_reconnect() {
-	ctl "$1" disconnect || return 1
+	rnbd_path_ctl "$1" disconnect || return 1
 	rnbd_path_is "$1" disconnected || { echo "path $1 is $(rnbd_path_state "$1")"; return 1; }
 	io_flows || return 1
 	# It stays down: no reconnect of its own.
 	sleep 10
 	rnbd_path_is "$1" disconnected ||
 		{ echo "path $1 came back by itself after disconnect"; return 1; }
-	ctl "$1" reconnect || return 1
+	rnbd_path_ctl "$1" reconnect || return 1
 	rnbd_path_is "$1" connected
 }
 
@@ -338,7 +330,7 @@ add_path() {
 remove_add() {
 	local n
 
-	ctl "$1" remove_path || return 1
+	rnbd_path_ctl "$1" remove_path || return 1
 	rnbd_path_dir "$1" >/dev/null && { echo "path $1 is still there"; return 1; }
 	io_flows || return 1
 	add_path "$1" || return 1
@@ -407,7 +399,7 @@ rxe_retries() {
 # watchdog must close it, fail its requests over and reconnect it.  The
 # IO goes on either way and both paths are connected at the end.
 pauses() {
-	local n r0 r1 i
+	local n r0 r1
 
 	r0=$(rxe_retries)
 	for n in $(seq 1 "$1"); do
@@ -418,19 +410,16 @@ pauses() {
 	r1=$(rxe_retries)
 	echo "rxe retried $((r1 - r0)) times"
 	[ "$r1" -gt "$r0" ] || { echo "no retry: the pauses tested nothing"; return 1; }
-	if dmesg | grep -q 'rxe_reg_fast_mr: .* not free'; then
+	if dmesg | grep -q "$RXE_FAULT"; then
 		echo "rxe's fault: $(dmesg | grep -c 'unanswered for') path(s) closed by the watchdog"
 	fi
-	for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
-		rnbd_wait 120 rnbd_path_is "$i" connected ||
-			{ echo "path $i is $(rnbd_path_state "$i")"; return 1; }
-	done
+	rnbd_wait 120 rnbd_paths_connected || rnbd_paths_connected
 }
 
 last_path_stays() {
 	local d
 
-	ctl 1 remove_path || return 1
+	rnbd_path_ctl 1 remove_path || return 1
 	d=$(rnbd_path_dir 0) || return 1
 	echo 1 >"$d/remove_path" 2>/dev/null && { echo "the last path was removed"; return 1; }
 	add_path 1

@@ -134,6 +134,15 @@ rnbd_path_is() {
 	[ "$(rnbd_path_state "$1")" = "$2" ]
 }
 
+# rnbd_path_ctl PATH FILE: write 1 to FILE of PATH's sysfs (disconnect,
+# reconnect, remove_path).
+rnbd_path_ctl() {
+	local d
+
+	d=$(rnbd_path_dir "$1") || { echo "no path $1"; return 1; }
+	echo 1 >"$d/$2"
+}
+
 # rnbd_paths_connected: every path of session $SESSNAME is connected; prints
 # the state of each.
 rnbd_paths_connected() {

@@ -311,11 +311,10 @@ io_counts() {
 }
 
 reconnect_paths() {
-	local i d
+	local i
 
 	for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
-		d=$(rnbd_path_dir "$i") || continue
-		echo 1 >"$d/reconnect" || continue
+		rnbd_path_ctl "$i" reconnect || continue
 		rnbd_wait 120 rnbd_path_is "$i" connected ||
 			rnbd_log "path $i did not reconnect"
 	done

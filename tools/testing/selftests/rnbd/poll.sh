@@ -149,11 +149,10 @@ paths_are() {
 # path_cycle "PATH...": those paths disconnected for a while, then
 # reconnected.
 path_cycle() {
-	local i d runs
+	local i runs
 
 	for i in $1; do
-		d=$(rnbd_path_dir "$i") || { echo "no path $i"; return 1; }
-		echo 1 >"$d/disconnect" || return 1
+		rnbd_path_ctl "$i" disconnect || return 1
 	done
 	rnbd_wait 30 paths_are "$1" disconnected ||
 		{ echo "paths $1 did not disconnect"; return 1; }
