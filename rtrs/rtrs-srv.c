@@ -700,9 +700,19 @@ static void *rtrs_srv_chunk(struct rtrs_srv_path *path, u32 id)
 	return page_address(path->srv->chunks[id]);
 }
 
+/*
+ * The chunk is free for the client's next request.  The client reuses it as
+ * soon as our response reaches it, which may be before ib_post_send() has
+ * returned to us: free it before the response goes.
+ */
+static void rtrs_srv_free_chunk(struct rtrs_srv_op *op)
+{
+	atomic_set_release(&op->busy, 0);
+}
+
 static void rtrs_srv_release_op(struct rtrs_srv_op *op)
 {
-	atomic_set(&op->busy, 0);
+	rtrs_srv_free_chunk(op);
 	percpu_ref_put(&op->path->ids_inflight);
 }
 
@@ -782,6 +792,7 @@ static void rtrs_srv_prep_rereg(struct rtrs_srv_op *op,
 
 static int rtrs_srv_post_rsp(struct rtrs_srv_op *op, int errno)
 {
+	struct ib_qp *qp = op->con->c.qp;
 	struct rtrs_srv_rsp_wrs w = {};
 	struct ib_send_wr head = {}, *tail = &head;
 
@@ -803,7 +814,8 @@ static int rtrs_srv_post_rsp(struct rtrs_srv_op *op, int errno)
 	w.imm.ex.imm_data = cpu_to_be32(rtrs_io_rsp_imm(op->msg_id, errno,
 							op->need_inval));
 	rtrs_srv_chain(&tail, &w.imm);
-	return ib_post_send(op->con->c.qp, head.next, NULL);
+	rtrs_srv_free_chunk(op);
+	return ib_post_send(qp, head.next, NULL);
 }
 
 /**
@@ -819,15 +831,17 @@ bool rtrs_srv_resp_rdma(struct rtrs_srv_op *id, int errno)
 	struct rtrs_srv_path *path = id->path;
 	int err;
 
-	if (rtrs_srv_state(path) == RTRS_SRV_CONNECTED) {
-		err = rtrs_srv_post_rsp(id, errno);
-		if (err) {
-			rtrs_path_err_rl(&path->s, "cannot post a response: %d\n",
-					 err);
-			rtrs_srv_close_path(path);
-		}
+	if (rtrs_srv_state(path) != RTRS_SRV_CONNECTED) {
+		rtrs_srv_release_op(id);
+		return true;
 	}
-	rtrs_srv_release_op(id);
+	/* It frees the chunk: @id may be the client's next request after it. */
+	err = rtrs_srv_post_rsp(id, errno);
+	if (err) {
+		rtrs_path_err_rl(&path->s, "cannot post a response: %d\n", err);
+		rtrs_srv_close_path(path);
+	}
+	percpu_ref_put(&path->ids_inflight);
 	return true;
 }
 EXPORT_SYMBOL_GPL(rtrs_srv_resp_rdma);
