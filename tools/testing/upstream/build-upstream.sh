@@ -4,21 +4,22 @@
 # build-upstream.sh KDIR OUTDIR
 #
 # Build Linux's own RTRS and RNBD (drivers/infiniband/ulp/rtrs and
-# drivers/block/rnbd of Debian's linux-source-6.1) as external modules
-# against the kernel build tree KDIR and copy the five modules into OUTDIR.
+# drivers/block/rnbd of Debian's linux-source of the same version as KDIR,
+# linux-source-6.1 or linux-source-6.12) as external modules against the
+# kernel build tree KDIR and copy the five modules into OUTDIR.
 # They are the "upstream peer" our modules are tested against: none of
 # their source enters this tree, it is unpacked under /tmp and built there.
 #
 # Quiet on success.  Exits 4 (kselftest's skip) with a one-line reason when
-# linux-source-6.1 is not installed or KDIR is not a 6.1 kernel, 1 with the
-# tail of the build log when the build fails, 2 on a usage error.
+# the linux-source of KDIR's version is not installed, 1 with the tail of
+# the build log when the build fails, 2 on a usage error.
 #
 # Environment:
-#   LINUX_SOURCE  the tarball (default: /usr/src/linux-source-6.1.tar.xz)
+#   LINUX_SOURCE  the tarball (default: /usr/src/linux-source-X.Y.tar.xz,
+#                 X.Y the version of KDIR)
 
 set -u
 
-TARBALL=${LINUX_SOURCE:-/usr/src/linux-source-6.1.tar.xz}
 CACHE=/tmp/rnbd-upstream-src
 DIRS="drivers/infiniband/ulp/rtrs drivers/block/rnbd"
 MODULES="rtrs-core rtrs-client rtrs-server rnbd-client rnbd-server"
@@ -35,16 +36,16 @@ skip() {
 	exit 4
 }
 
-[ -f "$TARBALL" ] ||
-	skip "upstream peer: $TARBALL missing (apt-get install linux-source-6.1)"
 [ -f "$KDIR/Makefile" ] || { echo "$KDIR is not a kernel build tree" >&2; exit 2; }
 KVER=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' \
 	"$KDIR/include/generated/utsrelease.h" 2>/dev/null)
-# The peer is 6.1's code: against other kernels its internal API differs.
-case $KVER in
-6.1.*) ;;
-*) skip "upstream peer: $KDIR is ${KVER:-of no known release}, not 6.1" ;;
-esac
+# The peer's code must be of the kernel's own version: the kernel's
+# internal API changes from one to the next.
+MAJMIN=$(echo "$KVER" | sed -n 's/^\([0-9]*\.[0-9]*\)[.+-].*/\1/p')
+[ -n "$MAJMIN" ] || skip "upstream peer: $KDIR is of no known release"
+TARBALL=${LINUX_SOURCE:-/usr/src/linux-source-$MAJMIN.tar.xz}
+[ -f "$TARBALL" ] ||
+	skip "upstream peer: $TARBALL missing (apt-get install linux-source-$MAJMIN)"
 
 # unpack: the two drivers' directories, once per tarball, under $CACHE.
 # The stamp holds the tarball's size and time, so that an upgraded
@@ -53,7 +54,7 @@ esac
 unpack() {
 	local top dst stamp tmp dir members=()
 
-	# The tarball's top directory, linux-source-6.1/, is named after it.
+	# The tarball's top directory, linux-source-X.Y/, is named after it.
 	top=$(basename "$TARBALL" .tar.xz)
 	dst="$CACHE/$top"
 	stamp=$(stat -c '%s %Y' "$TARBALL")

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # Our RNBD client against Linux's server: our rtrs-client and rnbd-client
-# map a disk the upstream rnbd-server (built from linux-source-6.1)
+# map a disk the upstream rnbd-server (built from Debian's linux-source)
 # exports, fio verifies it, and a pattern the client wrote is on the
 # server's disk (see map-lib.sh).
 #

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # Linux's RNBD client against our server: the upstream rtrs-client and
-# rnbd-client (built from linux-source-6.1) map a disk our rnbd-server
+# rnbd-client (built from Debian's linux-source) map a disk our rnbd-server
 # exports, with always_invalidate=Y, fio verifies it, and a pattern the
 # client wrote is on the server's disk (see map-lib.sh).
 #

@@ -10,7 +10,7 @@
 # Which modules each side runs is the test's choice, so that the same test
 # covers our modules against each other and against Linux's own:
 #   MAP_SERVER, MAP_CLIENT   "ours" or "upstream" (the peer built from
-#                            linux-source-6.1, RNBD_UPSTREAM_MODULES)
+#                            Debian's linux-source, RNBD_UPSTREAM_MODULES)
 #   RTRS_SRV_PARAMS          parameters of our rtrs-server
 #   SESSNAME                 the session's name
 #   MAP_FIO                  "matrix" (the default) or "short": the fio runs

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # The upstream peer works in the test bed: Linux's own RTRS and RNBD, built
-# from linux-source-6.1 by tools/testing/upstream/build-upstream.sh, on
+# from Debian's linux-source by tools/testing/upstream/build-upstream.sh, on
 # both sides of the map test (see map-lib.sh).  The interop tests and the
 # benchmarks of our modules stand on this.  Skipped where the peer was not
 # built (RNBD_UPSTREAM_MODULES unset).
