@@ -13,13 +13,19 @@ SRC=$(cd "$(dirname "$0")/../../.." && pwd)
 MODULES="rtrs-core rtrs-client rtrs-server rnbd-client rnbd-server"
 
 command -v dkms >/dev/null || { echo "dkms is not installed"; exit 1; }
+command -v dpkg-parsechangelog >/dev/null ||
+	{ echo "dpkg-dev is not installed"; exit 1; }
 
 conf_value() {
 	sed -n "s/^$1=\"\(.*\)\"/\1/p" "$SRC/dkms.conf"
 }
 
 NAME=$(conf_value PACKAGE_NAME)
-VERSION=$(conf_value PACKAGE_VERSION)
+# dkms.conf has #MODULE_VERSION#, for the upstream part of the version in
+# debian/changelog, as dh_dkms -V does.
+VERSION=$(dpkg-parsechangelog -l "$SRC/debian/changelog" -S Version) || exit 1
+VERSION=${VERSION#*:}
+VERSION=${VERSION%-*}
 TMP=$(mktemp -d /tmp/rnbd-dkms.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -27,6 +33,7 @@ trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$TMP/src/$NAME-$VERSION" "$TMP/tree"
 (cd "$SRC" && git ls-files -co --exclude-standard -- Kbuild Makefile dkms.conf include rtrs rnbd |
 	cpio -pdm --quiet "$TMP/src/$NAME-$VERSION") || exit 1
+sed -i "s/#MODULE_VERSION#/$VERSION/" "$TMP/src/$NAME-$VERSION/dkms.conf"
 
 dkms_do() {
 	dkms "$@" -m "$NAME" -v "$VERSION" --sourcetree "$TMP/src" \
