@@ -10,6 +10,9 @@
 #   make demo                                    map a disk between two QEMU guests
 #   make bench                                   measure it against upstream RNBD
 #                                                and NVMe-oF (not a test)
+#   make deb                                     the Debian package rnbd-dkms,
+#                                                from the files git tracks, into
+#                                                build/ (scripts/deb)
 #   make clean
 #
 # make check boots Debian's 6.1 kernel by default; KERNEL=<bzImage> or
@@ -32,7 +35,7 @@ KRELEASE = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
 
 export KERNEL TEST_KERNEL_DIR CHECKS SELFTESTS RESULTS INSTALL_DEPS
 
-.PHONY: all modules install clean check demo bench need-kdir
+.PHONY: all modules install clean check demo bench deb need-kdir
 
 all: modules
 
@@ -70,3 +73,7 @@ demo:
 bench:
 	@KDIR="$(if $(filter command line environment,$(origin KDIR)),$(KDIR))" \
 		scripts/bench
+
+# The package builds no module: KDIR plays no part.
+deb:
+	@scripts/deb
