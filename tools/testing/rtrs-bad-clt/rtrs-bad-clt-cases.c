@@ -92,10 +92,8 @@ static __printf(2, 3) void bad_note(struct bad_ctx *ctx, const char *fmt, ...)
 	size_t len = strlen(ctx->note);
 	va_list args;
 
-	if (len && len + 2 < sizeof(ctx->note)) {
-		strcpy(ctx->note + len, ", ");
-		len += 2;
-	}
+	if (len)
+		len += scnprintf(ctx->note + len, sizeof(ctx->note) - len, ", ");
 	va_start(args, fmt);
 	vsnprintf(ctx->note + len, sizeof(ctx->note) - len, fmt, args);
 	va_end(args);
