@@ -13,11 +13,14 @@
  * connection with an errno, close the path, or answer the request with an
  * errno and go on serving.  The cases run beside a shared session that
  * opened @device through RNBD: after each case, a write and a read of it
- * verify that the server still serves.
+ * verify that the server still serves.  The shared session must never
+ * break: the case it breaks during fails, and so does the next case when
+ * it broke after a case had ended; a new one is opened for the next.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/seq_file.h>
@@ -64,6 +67,11 @@ enum bad_verdict {
  * @nsectors: its size
  * @good_sector: where the next check writes
  * @seq: numbers the cases' sessions
+ * @last: the last case that ran with @shared and left it up, NULL when
+ *	  none did since it opened: the one to blame when it is found broken
+ *	  before the next case
+ * @broke: a shared session broke: the server may not have let go of it
+ *	   (its name, its device open for writing) when the next one opens
  * @buf: where requests and messages are built; the chunk size
  * @pattern: what the check writes
  * @note: what the case saw
@@ -75,15 +83,17 @@ struct bad_ctx {
 	u64 nsectors;
 	u64 good_sector;
 	unsigned int seq;
+	const char *last;
+	bool broke;
 	u8 *buf;
 	u8 pattern[BAD_IO_SIZE];
-	char note[192];
+	char note[320];
 };
 
 /* One case at a time: protects bad_ctx and bad_result. */
 static DEFINE_MUTEX(bad_mutex);
 static struct bad_ctx *bad_ctx;
-static char bad_result[256];
+static char bad_result[400];
 static struct dentry *bad_debugfs;
 
 /* Add to what the case saw. */
@@ -243,19 +253,17 @@ static void bad_shared_put(struct bad_ctx *ctx)
 	ctx->buf = NULL;
 }
 
-/* The shared session, made again if a case broke it. */
-static int bad_shared_get(struct bad_ctx *ctx)
+/* Its path up and @device open through RNBD; a note says why not. */
+static int bad_shared_up(struct bad_ctx *ctx, bool last_try)
 {
 	struct bad_path *p;
 	int err;
 
-	if (ctx->shared && !bad_path_broken(ctx->shared))
-		return 0;
-	bad_shared_put(ctx);
 	p = bad_path_up(&ctx->t, BAD_SESSNAME);
 	if (IS_ERR(p)) {
-		bad_note(ctx, "cannot open the shared session: %ld",
-			 PTR_ERR(p));
+		if (last_try)
+			bad_note(ctx, "cannot open the shared session: %ld",
+				 PTR_ERR(p));
 		return PTR_ERR(p);
 	}
 	ctx->shared = p;
@@ -268,11 +276,80 @@ static int bad_shared_get(struct bad_ctx *ctx)
 	if (!err)
 		err = bad_shared_open(ctx);
 	if (err) {
-		bad_note(ctx, "the shared session cannot open %s: %d",
-			 bad_device, err);
+		if (last_try)
+			bad_note(ctx, "the shared session cannot open %s: %d",
+				 bad_device, err);
 		bad_shared_put(ctx);
 	}
 	return err;
+}
+
+/*
+ * The shared session, opened for the first case, and again for the case
+ * after one it broke in.  Until the server has closed the broken one, it
+ * refuses a session of the same name and a second writer of @device: try
+ * again for as long as an answer may take.
+ */
+static int bad_shared_get(struct bad_ctx *ctx)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(ctx->t.timeout_ms);
+	bool last_try;
+	int err;
+
+	if (ctx->shared)
+		return 0;
+	do {
+		last_try = !ctx->broke || time_after(jiffies, end);
+		err = bad_shared_up(ctx, last_try);
+		if (err && !last_try)
+			msleep(100);
+	} while (err && !last_try);
+	if (err)
+		return err;
+	ctx->last = NULL;
+	ctx->broke = false;
+	return 0;
+}
+
+/*
+ * When the shared session broke, a note says so and how; it is closed, and
+ * the next case opens another.  @when says which case is to blame.
+ */
+static bool bad_shared_broken(struct bad_ctx *ctx, const char *when)
+{
+	struct bad_path *p = ctx->shared;
+
+	if (!bad_path_broken(p))
+		return false;
+	if (READ_ONCE(p->closed))
+		bad_note(ctx, "the shared session broke %s: the server disconnected it",
+			 when);
+	else
+		bad_note(ctx, "the shared session broke %s: a work request failed: %s",
+			 when, ib_wc_status_msg(READ_ONCE(p->wc_err)));
+	bad_shared_put(ctx);
+	ctx->broke = true;
+	return true;
+}
+
+/*
+ * Before a case: the shared session broke after the last case that ran with
+ * it had ended (a server may close a path some time after the message that
+ * made it do so), or before any case ran with it.
+ */
+static bool bad_shared_broke_before(struct bad_ctx *ctx)
+{
+	char when[96];
+
+	if (!ctx->shared)
+		return false;
+	if (ctx->last)
+		snprintf(when, sizeof(when), "after the previous case, %s, ended",
+			 ctx->last);
+	else
+		strscpy(when, "after it opened, before any case ran with it",
+			sizeof(when));
+	return bad_shared_broken(ctx, when);
 }
 
 /* The shared session writes a block and reads it back. */
@@ -1249,26 +1326,49 @@ static const struct bad_case bad_cases[] = {
 	RSP("rnbd-sess-info-short-response", b_sess_info_short_rsp, EINVAL),
 };
 
+/*
+ * Whatever the case did, the server still serves the others: a case that
+ * passes ends with IO of the shared session, and a case that ran (did not
+ * skip) fails when the shared session broke while it ran.  Not the case
+ * after it: that one fails when it broke between the two (a server that
+ * closes the path some time after the message that made it do so), and
+ * its note names the case to blame.
+ */
 static enum bad_verdict bad_run_case(struct bad_ctx *ctx,
 				     const struct bad_case *c)
 {
 	enum bad_verdict v;
+	bool broke_before;
+	size_t len;
 	int err;
 
 	ctx->note[0] = '\0';
+	broke_before = bad_shared_broke_before(ctx);
 	if (bad_shared_get(ctx))
 		return BAD_FAIL;
+	if (broke_before)
+		bad_note(ctx, "a new one opened");
+	len = strlen(ctx->note);
 	v = c->run(ctx, c);
-	if (v != BAD_PASS)
-		return v;
-	/* Whatever the case did, the server still serves the others. */
-	err = bad_good_io(ctx);
-	if (err) {
-		bad_note(ctx, "then the shared session's IO failed: %d", err);
-		return BAD_FAIL;
+	if (v == BAD_SKIP) {
+		if (strlen(ctx->note) == len)
+			bad_note(ctx, "not possible against this server");
+		return broke_before ? BAD_FAIL : BAD_SKIP;
 	}
-	bad_note(ctx, "the shared session still serves");
-	return BAD_PASS;
+	if (v == BAD_PASS) {
+		err = bad_good_io(ctx);
+		if (err) {
+			bad_note(ctx, "then the shared session's IO failed: %d",
+				 err);
+			v = BAD_FAIL;
+		}
+	}
+	if (bad_shared_broken(ctx, "during this case"))
+		return BAD_FAIL;
+	if (v == BAD_PASS)
+		bad_note(ctx, "the shared session still serves");
+	ctx->last = c->name;
+	return broke_before ? BAD_FAIL : v;
 }
 
 static const struct bad_case *bad_find_case(const char *name)

@@ -7,6 +7,9 @@
 # must get what it expects: its connection rejected with an errno, its
 # path closed, or an error response on a path that goes on serving; and
 # the test client's shared session writes and reads its disk after each.
+# That session must not break: the case it broke during fails, or the next
+# case when it broke between two (its note names the case before).  A case
+# that cannot be made against this server is a skip with its reason.
 # A client of ours maps another disk before the cases and must still write
 # and read it after them; no session of the cases may be left on the
 # server, and every module unloads.
@@ -148,6 +151,8 @@ unmap_unload() {
 	unmap && rnbd_unload rnbd-client rtrs-client rnbd-server rtrs-server rtrs-core
 }
 
+# ktap_case NAME EXPECT: a case's KTAP line; a skip gives the module's
+# reason, its result line without "skip NAME: ".
 ktap_case() {
 	local name=$1 expect=$2 out rc
 
@@ -156,7 +161,7 @@ ktap_case() {
 	[ -n "$out" ] && printf '%s\n' "$out" | sed 's/^/# /'
 	case $rc in
 	0) ktap_pass "$name: $expect" ;;
-	4) ktap_skip "$name: $expect" "${out#*: }" ;;
+	4) ktap_skip "$name: $expect" "${out#"skip $name: "}" ;;
 	*) ktap_fail "$name: $expect" ;;
 	esac
 }
