@@ -312,11 +312,31 @@ disconnect_reconnect() {
 	rnbd_path_is "$1" connected
 }
 
+# reconnects PATH: the reconnects PATH made, by its stats.
+reconnects() {
+	local d
+
+	d=$(rnbd_path_dir "$1") && awk '{ print $1 }' "$d/stats/reconnects"
+}
+
+reconnected_since() {
+	[ "$(reconnects "$1")" -gt "$2" ]
+}
+
+# srv_disconnect_path PATH: the client may be back before it could be seen
+# down; its reconnect, one, counted in its stats, is what shows that the
+# server's disconnect closed the path.
 srv_disconnect_path() {
+	local n
+
+	n=$(reconnects "$1") || { echo "no path $1"; return 1; }
 	server srv_disconnect "$1" || return 1
-	rnbd_wait 60 rnbd_path_is "$1" disconnected || true
+	rnbd_wait 120 reconnected_since "$1" "$n" ||
+		{ echo "path $1 did not reconnect after the server closed it: reconnects $(reconnects "$1"), $n before"; return 1; }
 	rnbd_wait 120 rnbd_path_is "$1" connected ||
 		{ echo "path $1 is $(rnbd_path_state "$1") after the server closed it"; return 1; }
+	[ "$(reconnects "$1")" -eq $((n + 1)) ] ||
+		{ echo "path $1: $(($(reconnects "$1") - n)) reconnects for one disconnect"; return 1; }
 	io_flows
 }
 
