@@ -393,3 +393,10 @@ rnbd_traced() {
 	grep -v '^#' "$RNBD_TRACEFS/trace" | tail -n 20
 	return 1
 }
+
+# rnbd_debug_kernel: the kernel is the debug one of ../shared/test-kernel
+# (kmemleak, KASAN, lockdep), where IO runs about ten times slower: a test
+# may take a shorter form there, with every kind of fault and assertion.
+rnbd_debug_kernel() {
+	[ -e /sys/kernel/debug/kmemleak ]
+}

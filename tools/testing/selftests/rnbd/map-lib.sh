@@ -39,7 +39,7 @@ PATTERN=/tmp/rnbd-map.pattern
 # for TCG, where two guests do a few hundred 4k IOs a second, and the
 # debug kernel a tenth of that; one guest, and the tests of the upstream
 # peer, get the short list.
-if [ -e /sys/kernel/debug/kmemleak ]; then
+if rnbd_debug_kernel; then
 	FIO_RUNS="randwrite:4k:512k:16 write:512:64k:1 randwrite:64k:2M:64
 write:1m:4M:8"
 elif [ "$MAP_FIO" = short ] || [ "$RNBD_TOPOLOGY" = one ]; then

@@ -1,10 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# Polled queues, in one guest: a null_blk mapped over both paths with
-# nr_poll_queues=1 has a polled hardware queue; fio with io_uring's IOPOLL
-# writes and verifies it (crc32c) through that queue, also while each path
-# in turn, then both at once, are disconnected and reconnected, and the
+# Polled queues, in one guest: a null_blk (under dm-linear) mapped over
+# both paths with nr_poll_queues=1 has a polled hardware queue; fio with
+# io_uring's IOPOLL writes and verifies it (crc32c) through that queue,
+# also while each path in turn, then both at once, are disconnected and
+# reconnected: the requests unanswered on a lost path fail over, the IO
+# goes on over the other, and the reconnected path is polled again.  The
 # server's disk holds what the client read.  A device of the same session
 # must ask for as many polled queues; nr_poll_queues=-1 is one per CPU.
 #
@@ -14,6 +16,7 @@
 
 SESSNAME=poll
 NULLB=pollnull
+DM=rnbd-poll
 LOOP_FILE=/dev/shm/rnbd-poll.img
 CTL=/sys/devices/virtual/rnbd-client/ctl
 DEBUGFS=/sys/kernel/debug
@@ -39,6 +42,14 @@ paths() {
 setup() {
 	rnbd_rdma_up || { echo "rxe did not come up"; return 1; }
 	rnbd_nullb_up "$NULLB" 64 || { echo "no null_blk"; return 1; }
+	# The server exports it through dm-linear, which a suspend stops.
+	if ! modprobe dm_mod ||
+	   ! dmsetup create "$DM" --noudevsync --table \
+		"0 $(blockdev --getsz "/dev/$NULLB") linear /dev/$NULLB 0" ||
+	   ! dmsetup mknodes "$DM"; then
+		echo "no dm-linear"
+		return 1
+	fi
 	LOOP=$(rnbd_loop_up "$LOOP_FILE" 16) || { echo "no loop device"; return 1; }
 	mountpoint -q "$DEBUGFS" || mount -t debugfs none "$DEBUGFS" || return 1
 	# With both paths down, IO waits for them however long the kernel
@@ -46,9 +57,9 @@ setup() {
 	# path-loss.sh tests the timeout itself.
 	modprobe rnbd-server && modprobe rnbd-client reconnect_timeout=600 &&
 		poll_trace_on || return 1
-	echo "sessname=$SESSNAME$(paths) device_path=/dev/$NULLB nr_poll_queues=1" \
+	echo "sessname=$SESSNAME$(paths) device_path=/dev/mapper/$DM nr_poll_queues=1" \
 		>"$CTL/map_device" || return 1
-	DEV=$(rnbd_dev_of "$SESSNAME" "/dev/$NULLB")
+	DEV=$(rnbd_dev_of "$SESSNAME" "/dev/mapper/$DM")
 }
 
 setup_done() {
@@ -124,17 +135,27 @@ same_data() {
 	[ "$a" = "$b" ] || { echo "rnbd: $a, server: $b"; return 1; }
 }
 
-# Polled fio runs one after the other over 4 MiB regions, until told to
+# Polled fio runs one after the other over IO_MB regions, until told to
 # stop; a failed run is kept.
 io_loop() {
 	local n=0
 
 	while [ ! -e "$RUN.stop" ]; do
 		n=$((n + 1))
-		fio_polled randwrite 4k 4M $(((n % 4) * 4))M >"$RUN.fio.$n" 2>&1 ||
-			echo "$n" >>"$RUN.failed"
+		fio_polled randwrite 4k "${IO_MB}M" $(((n % 4) * IO_MB))M \
+			>"$RUN.fio.$n" 2>&1 || echo "$n" >>"$RUN.failed"
 		echo "$n" >"$RUN.runs"
 	done
+}
+
+fio_runs() {
+	cat "$RUN.runs" 2>/dev/null || echo 0
+}
+
+# runs_since N: a fio run ended since N fio runs had.  The one that ran
+# at that moment ended: each request it had in flight completed.
+runs_since() {
+	[ "$(fio_runs)" -gt "$1" ]
 }
 
 # paths_are "PATH..." STATE: every one of those paths is in STATE.
@@ -146,41 +167,145 @@ paths_are() {
 	done
 }
 
-# path_cycle "PATH...": those paths disconnected for a while, then
-# reconnected.
-path_cycle() {
-	local i runs
+# carried PATH: the requests PATH has carried.
+carried() {
+	local d
+
+	d=$(rnbd_path_dir "$1") && awk '{ print $1 + $3 }' "$d/stats/rdma"
+}
+
+carries_since() {
+	[ "$(carried "$1")" -gt "$2" ]
+}
+
+# failovers: the requests all paths took over from a failed one.
+failovers() {
+	cat "/sys/class/rtrs-client/$SESSNAME"/paths/*/stats/rdma |
+		awk '{ n += $6 } END { print n + 0 }'
+}
+
+failed_over_since() {
+	[ "$(failovers)" -gt "$1" ]
+}
+
+# outage "PATH...": with those paths down, and some left, the IO goes on:
+# the fio run of the moment ends, and with it each request it had in
+# flight on them when they went (a run that ended between the cut and that
+# moment ended with the paths down too).  With none left, no IO can
+# complete, so no fio run may end (one that completed its last IO just
+# before the cut gets a second to exit before the count is taken).
+outage() {
+	local runs
+
+	sleep 1
+	runs=$(fio_runs)
+	if [ "$(wc -w <<<"$1")" -lt "$RNBD_NR_PATHS" ]; then
+		rnbd_wait "$OUTAGE_S" runs_since "$runs" ||
+			{ echo "with paths $1 down, $(($(fio_runs) - runs)) fio run(s) ended in $OUTAGE_S s"; return 1; }
+		return 0
+	fi
+	sleep 3
+	[ "$(fio_runs)" = "$runs" ] ||
+		{ echo "a fio run ended with no path connected"; return 1; }
+}
+
+# back "PATH...": each reconnected path carries IO again, whose
+# completions only polling reaps, and a fio run ends.
+back() {
+	local i runs n
+
+	declare -A was
+	for i in $1; do
+		was[$i]=$(carried "$i") || return 1
+	done
+	: >"$TRACEFS/trace"
+	runs=$(fio_runs)
+	for i in $1; do
+		rnbd_wait "$OUTAGE_S" carries_since "$i" "${was[$i]}" ||
+			{ echo "path $i carries no IO after its reconnect"; return 1; }
+	done
+	rnbd_wait "$OUTAGE_S" runs_since "$runs" ||
+		{ echo "no fio run ended after paths $1 came back"; return 1; }
+	n=$(polled_completions)
+	echo "paths $1 back: $n completions reaped by polling"
+	[ "$n" -gt 0 ]
+}
+
+# disconnect "PATH...": those paths closed from the client's sysfs.
+disconnect() {
+	local i
 
 	for i in $1; do
 		rnbd_path_ctl "$i" disconnect || return 1
 	done
 	rnbd_wait 30 paths_are "$1" disconnected ||
 		{ echo "paths $1 did not disconnect"; return 1; }
-	# With no path left no IO can complete, so no fio run may end.  A run
-	# that completed its last IO just before the cut gets a second to exit
-	# before the count is taken.
-	sleep 1
-	runs=$(cat "$RUN.runs" 2>/dev/null)
-	sleep 3
-	if [ "$(wc -w <<<"$1")" -eq "$RNBD_NR_PATHS" ] &&
-	   [ "$(cat "$RUN.runs" 2>/dev/null)" != "$runs" ]; then
-		echo "a fio run ended with no path connected"
-		return 1
+}
+
+# in_flight PATH: the requests PATH has in flight, by its stats.
+in_flight() {
+	local d
+
+	d=$(rnbd_path_dir "$1") && awk '{ print $5 }' "$d/stats/rdma"
+}
+
+busy() {
+	local i
+
+	for i in $1; do
+		[ "$(in_flight "$i")" -gt 0 ] || return 1
+	done
+}
+
+# cut_unanswered "PATH...": the server's disk stopped (its dm-linear
+# suspended) with requests in flight on those paths, then the paths
+# disconnected: with the disk stopped, the only way out for their
+# requests is to fail over, and they wait on the others until the disk
+# goes on.
+cut_unanswered() {
+	local fo rc=0
+
+	fo=$(failovers)
+	dmsetup suspend --nolockfs "$DM" || return 1
+	if ! rnbd_wait 60 busy "$1"; then
+		echo "paths $1: no request in flight in 60 s"
+		rc=1
+	elif ! disconnect "$1"; then
+		rc=1
+	elif ! rnbd_wait 60 failed_over_since "$fo"; then
+		echo "paths $1: no request failed over"
+		rc=1
 	fi
+	dmsetup resume "$DM" || return 1
+	echo "paths $1 cut: $(($(failovers) - fo)) requests in flight failed over"
+	return $rc
+}
+
+# path_cycle "PATH...": those paths disconnected, the IO goes on or waits
+# (outage), then reconnected, and the IO is polled on them (back).
+path_cycle() {
+	local i
+
+	if [ "$(wc -w <<<"$1")" -lt "$RNBD_NR_PATHS" ]; then
+		cut_unanswered "$1" || return 1
+	else
+		disconnect "$1" || return 1
+	fi
+	outage "$1" || return 1
 	for i in $1; do
 		echo 1 >"$(rnbd_path_dir "$i")/reconnect" || return 1
 	done
 	rnbd_wait 60 paths_are "$1" connected ||
 		{ echo "paths $1 did not reconnect"; return 1; }
-	sleep 2
+	back "$1"
 }
 
 # cycle_paths "PATHS"...: each set of paths in turn disconnected, then
-# reconnected, under polled IO.  With one path gone, its requests in
+# reconnected, under polled IO: with one path gone, its requests in
 # flight, on a completion queue nobody polls any more, fail over to the
 # other; with both gone, the IO waits for them and goes on, no error.
 cycle_paths() {
-	local set runs pid rc=0
+	local set pid rc=0
 
 	rm -f "$RUN.stop" "$RUN.failed" "$RUN.runs" "$RUN".fio.*
 	io_loop &
@@ -194,15 +319,14 @@ cycle_paths() {
 	done
 	touch "$RUN.stop"
 	wait "$pid"
-	runs=$(cat "$RUN.runs" 2>/dev/null)
-	echo "${runs:-0} fio runs"
+	echo "$(fio_runs) fio runs"
 	if [ -e "$RUN.failed" ]; then
 		echo "failed runs: $(tr '\n' ' ' <"$RUN.failed")"
 		grep -h -E 'err=|verify|error' "$RUN.fio.$(head -n 1 "$RUN.failed")" |
 			head -n 5
 		return 1
 	fi
-	[ "${runs:-0}" -ge 2 ] && [ $rc -eq 0 ]
+	return $rc
 }
 
 # nr_poll_queues=-1 on a session of its own: one polled queue per CPU.
@@ -225,18 +349,32 @@ unmap() {
 	rnbd_unmap "$DEV" && rnbd_wait 30 test ! -e "/sys/block/$DEV"
 }
 
+dm_down() {
+	dmsetup resume "$DM" 2>/dev/null
+	dmsetup remove --noudevsync "$DM"
+}
+
+# The debug kernel: a quarter of the IO, and each kind of cut once.
+if rnbd_debug_kernel; then
+	IO_MB=1 VERIFY_4K=512k VERIFY_64K=2M SINGLE_CUTS=(0 1) OUTAGE_S=300
+	BOTH_CUTS=("0 1")
+else
+	IO_MB=4 VERIFY_4K=2M VERIFY_64K=8M SINGLE_CUTS=(0 1 0 1) OUTAGE_S=60
+	BOTH_CUTS=("0 1" "0 1")
+fi
+
 ktap_header 11
 setup >"$RUN.setup" 2>&1
 ktap_check "map a null_blk with nr_poll_queues=1 over both paths" setup_done
 ktap_check "one polled queue, and the block layer polls it" poll_queues
-ktap_check "fio io_uring IOPOLL: 2M randwrite in 4k blocks verified, polled" \
-	polled_verify randwrite 4k 2M
-ktap_check "fio io_uring IOPOLL: 8M write in 64k blocks verified, polled" \
-	polled_verify write 64k 8M
-ktap_check "polled IO verified while each path is disconnected and reconnected" \
-	cycle_paths 0 1 0 1
-ktap_check "polled IO verified while both paths are down for 3 s, twice" \
-	cycle_paths "0 1" "0 1"
+ktap_check "fio io_uring IOPOLL: $VERIFY_4K randwrite in 4k blocks verified, polled" \
+	polled_verify randwrite 4k "$VERIFY_4K"
+ktap_check "fio io_uring IOPOLL: $VERIFY_64K write in 64k blocks verified, polled" \
+	polled_verify write 64k "$VERIFY_64K"
+ktap_check "polled IO verified while each path is disconnected (its requests fail over) and reconnected (polled again), ${#SINGLE_CUTS[@]} cuts" \
+	cycle_paths "${SINGLE_CUTS[@]}"
+ktap_check "polled IO verified while both paths are down for 3 s, ${#BOTH_CUTS[@]} time(s)" \
+	cycle_paths "${BOTH_CUTS[@]}"
 ktap_check "the server's disk holds what the client reads" same_data
 ktap_check "a device of the session without its polled queue is refused" \
 	rnbd_map_refused "Invalid argument" "$SESSNAME" "$LOOP"
@@ -246,6 +384,7 @@ ktap_check "nothing left mapped" test "$(rnbd_nr_mapped)" = 0
 poll_trace_off
 ktap_check "rnbd-client unloads" rmmod rnbd-client
 rnbd_modules_unload
+dm_down
 rnbd_nullb_down "$NULLB"
 [ -n "$LOOP" ] && rnbd_loop_down "$LOOP" "$LOOP_FILE"
 rm -rf "$RUN" "$RUN".*
