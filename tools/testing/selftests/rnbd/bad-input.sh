@@ -4,8 +4,9 @@
 # Bad input from the administrator, in one guest: map_device strings with
 # missing, unknown, overlong or wrong options, unreachable servers, missing
 # devices and paths that leave dev_search_path; bad writes to the writable
-# sysfs files; bad module parameters.  Each is refused with an error and a
-# message in the kernel log, and leaves nothing mapped, loaded or changed.
+# sysfs files; bad module parameters.  Each is refused with its own error
+# and a line in the kernel log about its own input, and leaves nothing
+# mapped, loaded or changed.
 #
 # rnbd-vm: topology=one
 
@@ -35,91 +36,146 @@ nr_sessions() {
 	find /sys/class/rtrs-client -mindepth 1 -maxdepth 1 | wc -l
 }
 
-kmsg_lines() {
-	dmesg | wc -l
-}
-
-# new_errors SINCE: the kernel's messages of our modules after line SINCE.
+# new_errors SINCE: the kernel's messages of our modules after line SINCE
+# (rnbd_kmsg_mark).
 new_errors() {
-	dmesg | tail -n +$(($1 + 1)) |
-		grep -E '(rnbd|rtrs)_(client|server|core): '
+	rnbd_kmsg_since "$1" | grep -E '(rnbd|rtrs)_(client|server|core): '
 }
 
-# refused WANT WRITE_TO STRING: writing STRING fails, with WANT in its
-# error ("" takes any error), and says why in the kernel log; nothing is
-# mapped and no session is left.
-refused() {
-	local want=$1 file=$2 str=$3 since mapped sessions
+# re STRING: STRING as an extended regular expression that matches it.
+re() {
+	printf '%s\n' "$1" | sed 's/[].[\*^$+?(){}|]/\\&/g'
+}
 
-	since=$(kmsg_lines)
+# refused WANT FILE STRING PATTERN...: writing STRING to FILE fails, within
+# 120 s, with the error WANT (its text: "Invalid argument" for EINVAL);
+# each PATTERN (grep -E) matches a line our modules logged since the write
+# began; nothing is mapped and no session is left.
+refused() {
+	local want=$1 file=$2 str=$3 since mapped sessions rc err kmsg p
+
+	shift 3
+	[ $# -gt 0 ] || { echo "refused: no kernel log line to look for"; return 1; }
+	since=$(rnbd_kmsg_mark)
 	mapped=$(rnbd_nr_mapped)
 	sessions=$(nr_sessions)
 	# shellcheck disable=SC2016 # the inner shell expands them
-	if timeout 120 bash -c 'echo "$1" >"$2"' - "$str" "$file" \
-		2>"$LOG"; then
-		echo "'$str' accepted"
-		return 1
-	fi
-	cat "$LOG"
-	if [ -n "$want" ] && ! grep -q "$want" "$LOG"; then
-		echo "the error is not '$want'"
-		return 1
-	fi
-	new_errors "$since" ||
-		{ echo "nothing in the kernel log says why"; return 1; }
+	timeout 120 bash -c 'echo "$1" >"$2"' - "$str" "$file" 2>"$LOG"
+	rc=$?
+	err=$(<"$LOG")
+	kmsg=$(new_errors "$since")
+	[ -z "$err" ] || echo "$err"
+	[ -z "$kmsg" ] || echo "$kmsg"
+	case $rc in
+	0) echo "'$str' accepted"; return 1 ;;
+	124) echo "the write did not end in 120 s (timeout killed it)"; return 1 ;;
+	esac
+	[ "${err##*: write error: }" = "$want" ] ||
+		{ echo "the error is not '$want'"; return 1; }
+	for p in "$@"; do
+		grep -qE -e "$p" <<<"$kmsg" ||
+			{ echo "no line of the kernel log matches '$p'"; return 1; }
+	done
 	[ "$(rnbd_nr_mapped)" -eq "$mapped" ] ||
 		{ echo "devices: $mapped before, $(rnbd_nr_mapped) after"; return 1; }
 	rnbd_wait 10 test "$(nr_sessions)" -eq "$sessions" ||
 		{ echo "sessions: $sessions before, $(nr_sessions) after"; return 1; }
 }
 
-# bad_map DESC WANT STRING: a map_device string refused.
+# bad_map DESC WANT STRING PATTERN...: a map_device string refused.
 bad_map() {
-	ktap_check "map_device refuses $1" refused "$2" "$CTL/map_device" "$3"
+	ktap_check "map_device refuses $1" refused "$2" "$CTL/map_device" "$3" \
+		"${@:4}"
 }
 
 EINVAL="Invalid argument"
 long=$(printf 'x%.0s' $(seq 300))
+# The start of a line of rnbd-client's parser.
+MAP="rnbd_client: map_device:"
 
+# srv_refused DEVICE_PATH ERRNO: the client's line when the server refused
+# to open DEVICE_PATH with -ERRNO.
+srv_refused() {
+	echo "rnbd_client: bad: cannot open $(re "$1") on the server: -$2\$"
+}
+
+# The errors of the map_device cases, and the lines of the log that say
+# why, from what rnbd-client, rtrs-client and rnbd-server print: the
+# parser's EINVAL names the option; the connection errors are those
+# Documentation/admin-guide.rst lists: ETIMEDOUT for a connection request
+# nobody answers in 40 s (the one guest's dummy netdevs have no ARP, so
+# the address resolves and the request goes unanswered), ECONNRESET for the
+# CM's "invalid service ID" reject (no line names the port: the reject
+# says that nothing listens there); the server's errors of OPEN come back
+# as they are (ENOENT, EINVAL for "..", ENOTBLK) and both sides log them.
 map_cases() {
-	local ok="path=ip:$ADDR device_path=$NAME" path7="" i
+	local ok="path=ip:$ADDR device_path=$NAME" path7="" i cpus up
 
 	for i in $(seq 7); do
 		path7+=" path=ip:$ADDR"
 	done
-	bad_map "an empty line" "$EINVAL" ""
-	bad_map "no sessname" "$EINVAL" "$ok"
-	bad_map "no path" "$EINVAL" "sessname=bad device_path=$NAME"
-	bad_map "no device_path" "$EINVAL" "sessname=bad path=ip:$ADDR"
-	bad_map "an unknown option" "$EINVAL" "sessname=bad $ok color=red"
-	bad_map "seven paths" "$EINVAL" "sessname=bad$path7 device_path=$NAME"
-	bad_map "an overlong sessname" "$EINVAL" "sessname=$long $ok"
+	cpus=$(rnbd_nr_cpu_ids)
+	up="../$SEARCH/$NAME"
+	bad_map "an empty line" "$EINVAL" "" "$MAP sessname= is mandatory"
+	bad_map "no sessname" "$EINVAL" "$ok" "$MAP sessname= is mandatory"
+	bad_map "no path" "$EINVAL" "sessname=bad device_path=$NAME" \
+		"$MAP path= is mandatory"
+	bad_map "no device_path" "$EINVAL" "sessname=bad path=ip:$ADDR" \
+		"$MAP device_path= is mandatory"
+	bad_map "an unknown option" "$EINVAL" "sessname=bad $ok color=red" \
+		"$MAP unknown option or missing value 'color=red'"
+	bad_map "seven paths" "$EINVAL" "sessname=bad$path7 device_path=$NAME" \
+		"$MAP more than 6 path="
+	bad_map "an overlong sessname" "$EINVAL" "sessname=$long $ok" \
+		"$MAP sessname must be 1 to [0-9]+ characters"
 	bad_map "an overlong device_path" "$EINVAL" \
-		"sessname=bad path=ip:$ADDR device_path=$long"
+		"sessname=bad path=ip:$ADDR device_path=$long" \
+		"$MAP device_path must be 1 to [0-9]+ characters"
 	bad_map "an address that is not one" "$EINVAL" \
-		"sessname=bad path=ip:300.1.2.3 device_path=$NAME"
+		"sessname=bad path=ip:300.1.2.3 device_path=$NAME" \
+		"rtrs_core: invalid destination address 'ip:300\.1\.2\.3'"
 	bad_map "an unknown address type" "$EINVAL" \
-		"sessname=bad path=xx:$ADDR device_path=$NAME"
+		"sessname=bad path=xx:$ADDR device_path=$NAME" \
+		"rtrs_core: invalid destination address 'xx:$(re "$ADDR")'"
 	bad_map "a bad gid" "$EINVAL" \
-		"sessname=bad path=gid:zz device_path=$NAME"
-	bad_map "access_mode=rwx" "$EINVAL" "sessname=bad $ok access_mode=rwx"
-	bad_map "dest_port=0" "$EINVAL" "sessname=bad $ok dest_port=0"
-	bad_map "dest_port=70000" "$EINVAL" "sessname=bad $ok dest_port=70000"
-	bad_map "nr_poll_queues=-2" "$EINVAL" "sessname=bad $ok nr_poll_queues=-2"
+		"sessname=bad path=gid:zz device_path=$NAME" \
+		"rtrs_core: invalid destination address 'gid:zz'"
+	bad_map "access_mode=rwx" "$EINVAL" "sessname=bad $ok access_mode=rwx" \
+		"$MAP access_mode must be ro, rw or migration"
+	bad_map "dest_port=0" "$EINVAL" "sessname=bad $ok dest_port=0" \
+		"$MAP dest_port must be 1 to 65535"
+	bad_map "dest_port=70000" "$EINVAL" "sessname=bad $ok dest_port=70000" \
+		"$MAP dest_port must be 1 to 65535"
+	bad_map "nr_poll_queues=-2" "$EINVAL" \
+		"sessname=bad $ok nr_poll_queues=-2" \
+		"$MAP nr_poll_queues must be -1 to $cpus\$"
 	bad_map "nr_poll_queues=many" "$EINVAL" \
-		"sessname=bad $ok nr_poll_queues=many"
+		"sessname=bad $ok nr_poll_queues=many" \
+		"$MAP unknown option or missing value 'nr_poll_queues=many'"
 	bad_map "more polled queues than CPUs" "$EINVAL" \
-		"sessname=bad $ok nr_poll_queues=$(($(rnbd_nr_cpu_ids) + 1))"
-	bad_map "a sessname with a slash" "$EINVAL" "sessname=a/b $ok"
-	bad_map "an unreachable server" "" \
-		"sessname=bad path=ip:$NOBODY device_path=$NAME"
-	bad_map "a port nobody listens on" "" "sessname=bad $ok dest_port=4000"
-	bad_map "a missing device" "" \
-		"sessname=bad path=ip:$ADDR device_path=nosuchdisk"
-	bad_map "a path out of dev_search_path" "" \
-		"sessname=bad path=ip:$ADDR device_path=../$SEARCH/$NAME"
-	bad_map "a device that is not a block device" "" \
-		"sessname=bad path=ip:$ADDR device_path=null"
+		"sessname=bad $ok nr_poll_queues=$((cpus + 1))" \
+		"$MAP nr_poll_queues must be -1 to $cpus\$"
+	bad_map "a sessname with a slash" "$EINVAL" "sessname=a/b $ok" \
+		"$MAP sessname must not contain '/'"
+	bad_map "an unreachable server" "Connection timed out" \
+		"sessname=bad path=ip:$NOBODY device_path=$NAME" \
+		"rtrs_client: bad: cannot connect path [^ ]*@ip:$(re "$NOBODY"): -110\$"
+	bad_map "a port nobody listens on" "Connection reset by peer" \
+		"sessname=bad $ok dest_port=4000" \
+		"rtrs_client: bad: connection 0 rejected: invalid service ID \(-104\)" \
+		"rtrs_client: bad: cannot connect path [^ ]*@ip:$(re "$ADDR"): -104\$"
+	bad_map "a missing device" "No such file or directory" \
+		"sessname=bad path=ip:$ADDR device_path=nosuchdisk" \
+		"rnbd_server: bad: cannot open $SEARCH/nosuchdisk: -2\$" \
+		"$(srv_refused nosuchdisk 2)"
+	bad_map "a path out of dev_search_path" "$EINVAL" \
+		"sessname=bad path=ip:$ADDR device_path=$up" \
+		"rnbd_server: bad: device path '$(re "$up")' leaves dev_search_path" \
+		"$(srv_refused "$up" 22)"
+	bad_map "a device that is not a block device" "Block device required" \
+		"sessname=bad path=ip:$ADDR device_path=null" \
+		"rnbd_server: bad: cannot open $SEARCH/null: -15\$" \
+		"$(srv_refused null 15)"
 }
 
 usage() {
@@ -131,15 +187,16 @@ mapped_good() {
 	[ -n "$DEV" ] && [ -b "/dev/$DEV" ]
 }
 
-# bad_write DESC FILE VALUE...: each VALUE refused with EINVAL, FILE reads
-# the same after.
+# bad_write NAME FILE VALUE...: each VALUE refused with EINVAL and a line
+# of the kernel log that names NAME and quotes VALUE (neither has a
+# character special to grep -E); FILE reads the same after.
 bad_write() {
-	local desc=$1 file=$2 before v
+	local name=$1 file=$2 before v
 
 	shift 2
 	before=$(cat "$file")
 	for v in "$@"; do
-		refused "$EINVAL" "$file" "$v" || return 1
+		refused "$EINVAL" "$file" "$v" "$name.*'$v'" || return 1
 		[ "$(cat "$file")" = "$before" ] ||
 			{ echo "$file changed: $(cat "$file")"; return 1; }
 	done
@@ -184,9 +241,9 @@ sysfs_cases() {
 		disconnect "$sp/disconnect" 0 now
 	for f in rdma reconnects cpu_migration_from cpu_migration_to reset_all; do
 		ktap_check "client stats/$f refuses 0, 2, 'yes' and nothing" \
-			bad_write "$f" "$cp/stats/$f" 0 2 yes ""
+			bad_write "stats/$f" "$cp/stats/$f" 0 2 yes ""
 	done
-	ktap_check "server stats/rdma refuses 0 and 'reset'" bad_write rdma \
+	ktap_check "server stats/rdma refuses 0 and 'reset'" bad_write stats/rdma \
 		"$sp/stats/rdma" 0 reset
 	ktap_check "reconnect_timeout refuses -1, 86401, 'soon' and nothing" \
 		bad_write reconnect_timeout \
@@ -196,15 +253,17 @@ sysfs_cases() {
 	ktap_check "unmap" rnbd_unmap "$DEV"
 }
 
-# bad_param MODULE PARAM=VALUE: modprobe fails, the module is not loaded
-# and the log names the parameter.
+# bad_param MODULE PARAM=VALUE: modprobe fails with EINVAL, the module is
+# not loaded and the log names the parameter.
 bad_param() {
-	local m=$1 p=$2 since
+	local m=$1 p=$2 since out
 
-	since=$(kmsg_lines)
-	modprobe "$m" "$p" 2>&1 && { echo "$m loaded with $p"; return 1; }
+	since=$(rnbd_kmsg_mark)
+	out=$(modprobe "$m" "$p" 2>&1) && { echo "$m loaded with $p"; return 1; }
+	echo "$out"
+	[ "${out##*: }" = "$EINVAL" ] || { echo "the error is not EINVAL"; return 1; }
 	grep -q "^${m//-/_} " /proc/modules && { echo "$m is loaded"; return 1; }
-	dmesg | tail -n +$((since + 1)) | grep "${p%%=*}" ||
+	rnbd_kmsg_since "$since" | grep "${p%%=*}" ||
 		{ echo "the log does not name ${p%%=*}"; return 1; }
 }
 

@@ -181,58 +181,109 @@ unmap_access() {
 	unmap_all_of acc-ro && unmap_all_of acc-mig
 }
 
+# force_close_bad: what is not 1 is refused with EINVAL, and the server's
+# log quotes it; the device stays open.
 force_close_bad() {
-	local f
+	local f v since err
 
 	f="$(srv_sess_dir ops "/dev/$NULLB")/force_close"
-	echo 0 >"$f" 2>/dev/null && { echo "'0' accepted"; return 1; }
-	echo yes >"$f" 2>/dev/null && { echo "'yes' accepted"; return 1; }
+	for v in 0 yes; do
+		since=$(rnbd_kmsg_mark)
+		err=$(rnbd_write_err "$f" "$v") && { echo "'$v' accepted"; return 1; }
+		[ "$err" = "Invalid argument" ] ||
+			{ echo "'$v': the error is '$err', not EINVAL"; return 1; }
+		rnbd_kmsg_since "$since" |
+			grep -F "rnbd_server: ops: force_close: write 1, not '$v'" ||
+			{ echo "'$v': the server's log does not say"; return 1; }
+	done
 	[ -e "$f" ] && dd if="/dev/$NULL_DEV" of=/dev/null bs=4k count=1 \
 		iflag=direct status=none
 }
 
-# force_close: the server drops the client's null_blk; the client's IO
-# on it fails, and it unmaps.
+# force_close: the server drops the client's null_blk and says so; the
+# client's IO on it fails, and it unmaps.
 force_close() {
-	local dir
+	local dir since err
 
 	dir=$(srv_sess_dir ops "/dev/$NULLB")
-	echo 1 >"$dir/force_close" || return 1
+	since=$(rnbd_kmsg_mark)
+	err=$(rnbd_write_err "$dir/force_close" 1) ||
+		{ echo "the write of 1 failed: $err"; return 1; }
 	rnbd_wait 30 test ! -e "$dir" || { echo "$dir stays"; return 1; }
-	if timeout 60 dd if="/dev/$NULL_DEV" of=/dev/null bs=4k count=1 \
-		iflag=direct status=none 2>/dev/null; then
-		echo "a read of the closed device succeeded"
-		return 1
-	fi
+	rnbd_kmsg_since "$since" | grep -F "rnbd_server: ops: force_close of /dev/$NULLB" ||
+		{ echo "the server's log does not say it closed /dev/$NULLB"; return 1; }
+	err=$(timeout 60 dd if="/dev/$NULL_DEV" of=/dev/null bs=4k count=1 \
+		iflag=direct status=none 2>&1)
+	case $? in
+	0) echo "a read of the closed device succeeded"; return 1 ;;
+	124) echo "a read of the closed device did not end in 60 s"; return 1 ;;
+	esac
+	echo "the read failed: $err"
 	rnbd_unmap "$NULL_DEV" && rnbd_wait 30 test ! -e "/sys/block/$NULL_DEV"
 }
 
 # force_close_race: the client's unmap and the server's force_close of
-# the same device at the same moment, ten times.
+# the same device at the same moment, ten times.  The write of 1 succeeds,
+# with "force_close of" in the server's log when it closed the device
+# first; or it fails because the unmap's CLOSE removed the session's
+# directory first: ENOENT when the directory was gone before the write
+# opened the file, EACCES when only the file was (the shell's open then
+# creates it, which sysfs refuses), ENODEV when it went while open.
+# Anything else fails.  Either way the directory goes, the unmap succeeds
+# and the disk goes.
 force_close_race() {
-	local i dev dir
+	local i dev dir since err first=0 late=0 gone=0
 
 	for i in $(seq 10); do
 		rnbd_map race "/dev/$NULLB" || return 1
 		dev=$(rnbd_dev_of race "/dev/$NULLB") || return 1
 		dir=$(srv_sess_dir race "/dev/$NULLB")
+		since=$(rnbd_kmsg_mark)
 		rnbd_unmap "$dev" &
-		echo 1 >"$dir/force_close" 2>/dev/null
+		if err=$(rnbd_write_err "$dir/force_close" 1); then
+			if rnbd_kmsg_since "$since" |
+				grep -qF "rnbd_server: race: force_close of /dev/$NULLB"; then
+				first=$((first + 1))
+			else
+				late=$((late + 1))
+			fi
+		else
+			case $err in
+			"No such file or directory" | "Permission denied" | \
+			"No such device")
+				echo "round $i: the directory was gone: $err"
+				gone=$((gone + 1)) ;;
+			*)
+				wait $!
+				echo "round $i: the write of 1 failed: $err"
+				return 1
+				;;
+			esac
+		fi
 		wait $! || { echo "round $i: unmap failed"; return 1; }
 		rnbd_wait 30 test ! -e "$dir" ||
 			{ echo "round $i: $dir stays"; return 1; }
+		rnbd_wait 30 test ! -e "/sys/block/$dev" ||
+			{ echo "round $i: $dev stays"; return 1; }
 	done
+	echo "force_close closed it first $first times, came after the unmap's CLOSE $late times, found it gone $gone times"
 }
 
 # force_unmap_open: a force unmap of an open device, the last of its
 # session, succeeds; the disk goes, and closing it later is harmless.
 force_unmap_open() {
-	local dev rc=0
+	local dev rc=0 err
 
 	rnbd_map force "/dev/$NULLB" || return 1
 	dev=$(rnbd_dev_of force "/dev/$NULLB") || return 1
 	exec 4<"/dev/$dev"
-	rnbd_unmap "$dev" normal 2>/dev/null && { echo "normal unmap of an open device"; rc=1; }
+	if err=$(rnbd_write_err "/sys/block/$dev/rnbd/unmap_device" normal); then
+		echo "normal unmap of an open device"
+		rc=1
+	elif [ "$err" != "Device or resource busy" ]; then
+		echo "normal unmap of an open device: '$err', not EBUSY"
+		rc=1
+	fi
 	rnbd_unmap "$dev" force || rc=1
 	rnbd_wait 30 test ! -e "/sys/block/$dev" ||
 		{ echo "$dev stays after a force unmap"; rc=1; }

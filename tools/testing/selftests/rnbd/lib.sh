@@ -364,6 +364,27 @@ rnbd_unmap() {
 	echo "${2:-normal}" >"/sys/block/$1/rnbd/unmap_device"
 }
 
+# rnbd_write_err FILE STRING: write STRING and a newline to FILE.  On
+# failure print the error as its text ("Invalid argument" for EINVAL,
+# "No such file or directory" when FILE cannot be opened) and return 1.
+rnbd_write_err() {
+	local out
+
+	out=$({ echo "$2" >"$1"; } 2>&1) && return 0
+	echo "${out##*: }"
+	return 1
+}
+
+# rnbd_kmsg_mark: how many lines the kernel log has, for rnbd_kmsg_since.
+rnbd_kmsg_mark() {
+	dmesg | wc -l
+}
+
+# rnbd_kmsg_since MARK: the lines of the kernel log after MARK.
+rnbd_kmsg_since() {
+	dmesg | tail -n +$(($1 + 1))
+}
+
 # Tracepoints.  rnbd_trace_on SYSTEM: record the events of SYSTEM
 # (rtrs_clt, rtrs_srv) from now on, in a trace buffer emptied first.
 RNBD_TRACEFS=/sys/kernel/tracing
