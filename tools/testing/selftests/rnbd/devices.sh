@@ -272,18 +272,12 @@ force_close_race() {
 # force_unmap_open: a force unmap of an open device, the last of its
 # session, succeeds; the disk goes, and closing it later is harmless.
 force_unmap_open() {
-	local dev rc=0 err
+	local dev rc=0
 
 	rnbd_map force "/dev/$NULLB" || return 1
 	dev=$(rnbd_dev_of force "/dev/$NULLB") || return 1
 	exec 4<"/dev/$dev"
-	if err=$(rnbd_write_err "/sys/block/$dev/rnbd/unmap_device" normal); then
-		echo "normal unmap of an open device"
-		rc=1
-	elif [ "$err" != "Device or resource busy" ]; then
-		echo "normal unmap of an open device: '$err', not EBUSY"
-		rc=1
-	fi
+	rnbd_unmap_busy "$dev" || rc=1
 	rnbd_unmap "$dev" force || rc=1
 	rnbd_wait 30 test ! -e "/sys/block/$dev" ||
 		{ echo "$dev stays after a force unmap"; rc=1; }

@@ -314,9 +314,7 @@ disconnect_reconnect() {
 
 # reconnects PATH: the reconnects PATH made, by its stats.
 reconnects() {
-	local d
-
-	d=$(rnbd_path_dir "$1") && awk '{ print $1 }' "$d/stats/reconnects"
+	rnbd_path_stat "$1" reconnects 1
 }
 
 reconnected_since() {

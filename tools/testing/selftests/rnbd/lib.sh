@@ -143,6 +143,18 @@ rnbd_path_ctl() {
 	echo 1 >"$d/$2"
 }
 
+# rnbd_path_stat PATH FILE FIELD...: the sum of those fields of PATH's
+# stats/FILE, e.g. fields 1 and 3 of rdma: the requests it carried.
+rnbd_path_stat() {
+	local d
+
+	d=$(rnbd_path_dir "$1") || return 1
+	awk -v fields="${*:3}" \
+		'{ n = split(fields, f, " "); s = 0
+		   for (i = 1; i <= n; i++) s += $f[i]
+		   print s }' "$d/stats/$2"
+}
+
 # rnbd_paths_connected: every path of session $SESSNAME is connected; prints
 # the state of each.
 rnbd_paths_connected() {
@@ -362,6 +374,18 @@ rnbd_map_refused() {
 # rnbd_unmap RNBDN [normal|force]
 rnbd_unmap() {
 	echo "${2:-normal}" >"/sys/block/$1/rnbd/unmap_device"
+}
+
+# rnbd_unmap_busy DEV: a normal unmap of DEV, open, fails with EBUSY.
+rnbd_unmap_busy() {
+	local err
+
+	if err=$(rnbd_write_err "/sys/block/$1/rnbd/unmap_device" normal); then
+		echo "/dev/$1, open, was unmapped"
+		return 1
+	fi
+	[ "$err" = "Device or resource busy" ] ||
+		{ echo "the unmap of open /dev/$1 failed with '$err', not EBUSY"; return 1; }
 }
 
 # rnbd_write_err FILE STRING: write STRING and a newline to FILE.  On

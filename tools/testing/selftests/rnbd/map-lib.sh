@@ -434,17 +434,11 @@ bad_map() {
 # busy_unmap: a normal unmap fails with EBUSY while the device is open,
 # and the device stays.
 busy_unmap() {
-	local rc=0 err
+	local rc=0
 
 	mapped || return 1
 	exec 3<"/dev/$DEV"
-	if err=$(rnbd_write_err "/sys/block/$DEV/rnbd/unmap_device" normal); then
-		echo "/dev/$DEV, open, was unmapped"
-		rc=1
-	elif [ "$err" != "Device or resource busy" ]; then
-		echo "the unmap failed with '$err', not EBUSY"
-		rc=1
-	fi
+	rnbd_unmap_busy "$DEV" || rc=1
 	exec 3<&-
 	mapped && return $rc
 }

@@ -19,7 +19,7 @@ DELAY_MS=200
 
 # Requests path N carried since its last reset: reads and writes.
 reqs() {
-	awk '{ print $1 + $3 }' "$(rnbd_path_dir "$1")/stats/rdma"
+	rnbd_path_stat "$1" rdma 1 3
 }
 
 reset_stats() {

@@ -169,9 +169,7 @@ paths_are() {
 
 # carried PATH: the requests PATH has carried.
 carried() {
-	local d
-
-	d=$(rnbd_path_dir "$1") && awk '{ print $1 + $3 }' "$d/stats/rdma"
+	rnbd_path_stat "$1" rdma 1 3
 }
 
 carries_since() {
@@ -244,9 +242,7 @@ disconnect() {
 
 # in_flight PATH: the requests PATH has in flight, by its stats.
 in_flight() {
-	local d
-
-	d=$(rnbd_path_dir "$1") && awk '{ print $5 }' "$d/stats/rdma"
+	rnbd_path_stat "$1" rdma 5
 }
 
 busy() {
