@@ -1017,6 +1017,27 @@ static int rtrs_srv_io_req(struct rtrs_srv_con *con, u32 payload)
 	return 0;
 }
 
+/*
+ * Heartbeats go on the admin connection of a path that is up, and are
+ * answered there: before the path is up, connection 0 may not even exist.
+ */
+static int rtrs_srv_hb_imm(struct rtrs_srv_con *con, unsigned int type)
+{
+	struct rtrs_srv_path *path = con_to_path(&con->c);
+
+	if (con->c.cid || rtrs_srv_state(path) != RTRS_SRV_CONNECTED) {
+		rtrs_path_err_rl(&path->s, "heartbeat on connection %u, not 0 of a path up\n",
+				 con->c.cid);
+		trace_rtrs_srv_bad_msg(path, "heartbeat out of place");
+		return -EINVAL;
+	}
+	if (type == RTRS_HB_MSG_IMM)
+		rtrs_hb_send_ack(&path->s);
+	else
+		rtrs_hb_ack_received(&path->s);
+	return 0;
+}
+
 static int rtrs_srv_handle_imm(struct rtrs_srv_con *con, u32 imm)
 {
 	struct rtrs_srv_path *path = con_to_path(&con->c);
@@ -1027,11 +1048,8 @@ static int rtrs_srv_handle_imm(struct rtrs_srv_con *con, u32 imm)
 			return -EINVAL;
 		return rtrs_srv_io_req(con, rtrs_imm_payload(imm));
 	case RTRS_HB_MSG_IMM:
-		rtrs_hb_send_ack(&path->s);
-		return 0;
 	case RTRS_HB_ACK_IMM:
-		rtrs_hb_ack_received(&path->s);
-		return 0;
+		return rtrs_srv_hb_imm(con, rtrs_imm_type(imm));
 	default:
 		rtrs_path_err_rl(&path->s, "unknown immediate type %u\n",
 				 rtrs_imm_type(imm));
