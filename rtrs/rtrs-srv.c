@@ -617,11 +617,34 @@ static int rtrs_srv_path_up(struct rtrs_srv_path *path)
 	return err;
 }
 
+/*
+ * The client sends INFO_REQ once all its connections are up, and each of
+ * them was ours before it was up for the client.
+ */
+static bool rtrs_srv_all_cons(struct rtrs_srv_path *path)
+{
+	unsigned int cid;
+	bool all = true;
+
+	mutex_lock(&path->srv->ctx->mutex);
+	for (cid = 0; cid < path->s.con_num; cid++)
+		if (!path->s.con[cid])
+			all = false;
+	mutex_unlock(&path->srv->ctx->mutex);
+	return all;
+}
+
 static int rtrs_srv_handle_info_req(struct rtrs_srv_path *path)
 {
 	const struct rtrs_msg_info_req *req = path->info_iu->buf;
 	int err;
 
+	if (!rtrs_srv_all_cons(path)) {
+		rtrs_path_err_rl(&path->s, "INFO_REQ before all %u connections connected\n",
+				 path->s.con_num);
+		trace_rtrs_srv_bad_msg(path, "INFO_REQ before all connections");
+		return -EINVAL;
+	}
 	err = rtrs_srv_take_name(path, req);
 	if (err)
 		return err;
