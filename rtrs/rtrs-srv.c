@@ -1466,9 +1466,19 @@ static void rtrs_srv_close_work(struct work_struct *work)
 {
 	struct rtrs_srv_path *path = container_of(work, struct rtrs_srv_path,
 						  close_work);
-	struct ib_device *ib_dev = path->s.dev ? path->s.dev->ib_dev : NULL;
+	struct rtrs_srv_ctx *ctx = path->srv->ctx;
+	struct ib_device *ib_dev;
 
+	/*
+	 * rtrs_srv_connect_req() adds connections to a path it found
+	 * connecting, under the context's mutex: under it, every connection
+	 * the path will ever have is in con[] and gets disconnected.  Walks
+	 * of con[] after this one need no lock.
+	 */
+	mutex_lock(&ctx->mutex);
 	rtrs_path_disconnect(&path->s);
+	ib_dev = path->s.dev ? path->s.dev->ib_dev : NULL;
+	mutex_unlock(&ctx->mutex);
 	/* The ULP answers what it holds; those answers post nothing now. */
 	percpu_ref_kill(&path->ids_inflight);
 	wait_for_completion(&path->ids_done);
