@@ -53,7 +53,7 @@ static ssize_t hca_port_show(struct kobject *kobj, struct kobj_attribute *attr,
 {
 	struct rtrs_srv_path *path = kobj_to_path(kobj);
 
-	return sysfs_emit(buf, "%u\n", path->s.con[0]->cm_id->port_num);
+	return sysfs_emit(buf, "%u\n", path->hca_port);
 }
 
 static ssize_t addr_show(char *buf, const struct sockaddr_storage *addr)

@@ -325,6 +325,7 @@ rtrs_srv_path_alloc(struct rtrs_srv_sess *srv,
 	       sizeof(path->s.dst_addr));
 	memcpy(&path->s.src_addr, &cm_id->route.addr.src_addr,
 	       sizeof(path->s.src_addr));
+	path->hca_port = cm_id->port_num;
 	strscpy(path->s.sessname, "(connecting)", sizeof(path->s.sessname));
 	INIT_WORK(&path->info_work, rtrs_srv_info_work);
 	INIT_WORK(&path->close_work, rtrs_srv_close_work);

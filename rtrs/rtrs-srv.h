@@ -137,6 +137,7 @@ struct rtrs_srv_op {
  * @entry: in the session's @paths, under the context's mutex
  * @state: an enum rtrs_srv_state, changed with cmpxchg
  * @recon_cnt: the client's incarnation of this path
+ * @hca_port: the port of the RDMA device it came in through
  * @mem_bits: low bits of an IO_REQ payload that hold the offset
  * @mrs: a registration per chunk
  * @ops: an op per chunk
@@ -163,6 +164,7 @@ struct rtrs_srv_path {
 	struct list_head entry;
 	atomic_t state;
 	u16 recon_cnt;
+	u32 hca_port;
 	unsigned int mem_bits;
 	struct rtrs_srv_mr *mrs;
 	struct rtrs_srv_op *ops;
