@@ -17,6 +17,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/ctype.h>
 #include <linux/module.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
@@ -552,25 +553,47 @@ static int rtrs_srv_send_info_rsp(struct rtrs_srv_path *path)
 	return err;
 }
 
+/*
+ * What is wrong with a session name, or NULL.  It names the session's sysfs
+ * directory and is in the server's log: sysfs would turn a '/' into a '!',
+ * which another session may be named; "." and ".." are directory names
+ * already; control characters would forge lines of the log.
+ */
+static const char *rtrs_srv_bad_name(const char *name)
+{
+	const char *c;
+
+	if (strchr(name, '/'))
+		return "has a '/'";
+	if (!strcmp(name, ".") || !strcmp(name, ".."))
+		return "is a directory's own name";
+	for (c = name; *c; c++)
+		if (iscntrl(*c))
+			return "has a control character";
+	return NULL;
+}
+
 /* Take the session's name from the first INFO_REQ of the session. */
 static int rtrs_srv_take_name(struct rtrs_srv_path *path,
 			      const struct rtrs_msg_info_req *req)
 {
 	struct rtrs_srv_sess *srv = path->srv;
 	char name[NAME_MAX];
+	const char *why;
 	int err = 0;
 
 	if (!memchr(req->pathname, '\0', sizeof(req->pathname)) ||
 	    !req->pathname[0]) {
-		rtrs_path_err(&path->s, "INFO_REQ without a session name\n");
+		rtrs_path_err_rl(&path->s, "INFO_REQ without a session name\n");
 		trace_rtrs_srv_bad_msg(path, "INFO_REQ without a session name");
 		return -EINVAL;
 	}
 	strscpy(name, req->pathname, sizeof(name));
-	/* sysfs would name its directory with a '!' there: another name. */
-	if (strchr(name, '/')) {
-		rtrs_path_err(&path->s, "session name '%s' has a '/'\n", name);
-		trace_rtrs_srv_bad_msg(path, "session name with a '/'");
+	why = rtrs_srv_bad_name(name);
+	if (why) {
+		rtrs_path_err_rl(&path->s, "session name '%*pE' %s\n",
+				 (int)strlen(name), name, why);
+		trace_rtrs_srv_bad_msg(path, "bad session name");
 		return -EINVAL;
 	}
 	mutex_lock(&srv->ctx->mutex);
