@@ -163,7 +163,8 @@ struct rtrs_msg_conn_req {
  * struct rtrs_msg_conn_rsp - private data of rdma_accept() or rdma_reject()
  * @magic: RTRS_MAGIC
  * @version: RTRS_PROTO_VER
- * @errno: a positive errno on reject, else 0
+ * @errno: a negative errno on reject, as an s16, else 0 (servers of ours
+ *	   before 2026-11 sent it positive: our client takes either)
  * @queue_depth: number of chunks of the session
  * @max_io_size: largest data part of an IO
  * @max_hdr_size: largest user header of an IO

@@ -1267,7 +1267,8 @@ static void rtrs_srv_reject(struct rdma_cm_id *cm_id, int errno)
 	struct rtrs_msg_conn_rsp rsp = {
 		.magic = cpu_to_le16(RTRS_MAGIC),
 		.version = cpu_to_le16(RTRS_PROTO_VER),
-		.errno = cpu_to_le16(abs(errno)),
+		/* Negative, as Linux's client reads it. */
+		.errno = cpu_to_le16(-abs(errno)),
 	};
 
 	rdma_reject(cm_id, &rsp, sizeof(rsp), IB_CM_REJ_CONSUMER_DEFINED);
