@@ -120,17 +120,17 @@ static int rnbd_srv_check_access(struct rnbd_srv_dev *dev,
 	lockdep_assert_held(&rnbd_srv_devs_mutex);
 	list_for_each_entry(other, &dev->sess_devs, dev_entry) {
 		if (other->sess == sess_dev->sess) {
-			rnbd_srv_err(sess_dev->sess, "%s is already mapped by this session\n",
-				     dev->name);
+			rnbd_srv_err_rl(sess_dev->sess, "%s is already mapped by this session\n",
+					dev->name);
 			return -EEXIST;
 		}
 	}
 	if ((sess_dev->access_mode == RNBD_ACCESS_RW && dev->write_cnt) ||
 	    (sess_dev->access_mode == RNBD_ACCESS_MIGRATION &&
 	     dev->write_cnt > 1)) {
-		rnbd_srv_err(sess_dev->sess, "%s is open for writing by %d session(s): mode %s refused\n",
-			     dev->name, dev->write_cnt,
-			     rnbd_access_mode_str(sess_dev->access_mode));
+		rnbd_srv_err_rl(sess_dev->sess, "%s has %d writers: mode %s refused\n",
+				dev->name, dev->write_cnt,
+				rnbd_access_mode_str(sess_dev->access_mode));
 		return -EPERM;
 	}
 	return 0;
@@ -188,17 +188,17 @@ static int rnbd_srv_check_open(struct rnbd_srv_session *sess,
 	const char *name = (const char *)msg->dev_name;
 
 	if (msg->access_mode > RNBD_ACCESS_MIGRATION) {
-		rnbd_srv_err(sess, "OPEN with access mode %u\n",
-			     msg->access_mode);
+		rnbd_srv_err_rl(sess, "OPEN with access mode %u\n",
+				msg->access_mode);
 		return -EINVAL;
 	}
 	if (!memchr(name, '\0', sizeof(msg->dev_name)) || !name[0]) {
-		rnbd_srv_err(sess, "OPEN without a NUL-terminated device path\n");
+		rnbd_srv_err_rl(sess, "OPEN without a NUL-terminated device path\n");
 		return -EINVAL;
 	}
 	if (rnbd_srv_path_escapes(name)) {
-		rnbd_srv_err(sess, "device path '%s' leaves dev_search_path\n",
-			     name);
+		rnbd_srv_err_rl(sess, "device path '%s' leaves dev_search_path\n",
+				name);
 		return -EINVAL;
 	}
 	return 0;
@@ -237,14 +237,14 @@ static int rnbd_srv_open_bdev(struct rnbd_srv_sess_dev *sess_dev)
 		return -ENOMEM;
 	err = rnbd_srv_full_path(sess, sess_dev->mapping_path, path, PATH_MAX);
 	if (err) {
-		rnbd_srv_err(sess, "no valid path for '%s' under '%s'\n",
-			     sess_dev->mapping_path, rnbd_srv_dev_search_path);
+		rnbd_srv_err_rl(sess, "no valid path for '%s' under '%s'\n",
+				sess_dev->mapping_path, rnbd_srv_dev_search_path);
 		goto out;
 	}
 	err = rnbd_bdev_open(&sess_dev->bdev, path,
 			     sess_dev->access_mode != RNBD_ACCESS_RO, sess_dev);
 	if (err)
-		rnbd_srv_err(sess, "cannot open %s: %d\n", path, err);
+		rnbd_srv_err_rl(sess, "cannot open %s: %d\n", path, err);
 out:
 	kfree(path);
 	return err;

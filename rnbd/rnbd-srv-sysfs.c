@@ -110,8 +110,8 @@ static ssize_t force_close_store(struct kobject *kobj,
 	struct rnbd_srv_sess_dev *sess_dev = kobj_to_sess_dev(kobj);
 
 	if (!sysfs_streq(buf, "1")) {
-		rnbd_srv_err(sess_dev->sess, "force_close: write 1, not '%.*s'\n",
-			     (int)strcspn(buf, "\n"), buf);
+		rnbd_srv_err_rl(sess_dev->sess, "force_close: write 1, not '%.*s'\n",
+				(int)strcspn(buf, "\n"), buf);
 		return -EINVAL;
 	}
 	rnbd_srv_force_close(sess_dev);

@@ -241,8 +241,8 @@ static int rnbd_srv_open(struct rnbd_srv_session *sess, const void *usr,
 
 	if (usrlen < sizeof(msg) ||
 	    datalen < sizeof(struct rnbd_msg_open_rsp)) {
-		rnbd_srv_err(sess, "OPEN of %zu bytes for %zu\n", usrlen,
-			     datalen);
+		rnbd_srv_err_rl(sess, "OPEN of %zu bytes for %zu\n", usrlen,
+				datalen);
 		return -EINVAL;
 	}
 	/* The answer goes where the message is: keep a copy. */
@@ -289,8 +289,8 @@ static int rnbd_srv_close(struct rnbd_srv_session *sess, const void *usr,
 	sess_dev = rnbd_srv_take_sess_dev(sess, le32_to_cpu(msg->device_id),
 					  NULL);
 	if (!sess_dev) {
-		rnbd_srv_err(sess, "CLOSE of unknown device %u\n",
-			     le32_to_cpu(msg->device_id));
+		rnbd_srv_err_rl(sess, "CLOSE of unknown device %u\n",
+				le32_to_cpu(msg->device_id));
 		return -EINVAL;
 	}
 	rnbd_srv_close_sess_dev(sess_dev);

@@ -281,8 +281,8 @@ static void rtrs_srv_setup_timeout(struct work_struct *work)
 
 	if (rtrs_srv_state(path) != RTRS_SRV_CONNECTING)
 		return;
-	rtrs_path_err(&path->s, "path not up after %d ms, closing it\n",
-		      RTRS_SRV_SETUP_TIMEOUT_MS);
+	rtrs_path_err_rl(&path->s, "path not up after %d ms, closing it\n",
+			 RTRS_SRV_SETUP_TIMEOUT_MS);
 	rtrs_srv_close_path(path);
 }
 
@@ -605,13 +605,13 @@ static int rtrs_srv_take_name(struct rtrs_srv_path *path,
 		strscpy(srv->sessname, name, sizeof(srv->sessname));
 	mutex_unlock(&srv->ctx->mutex);
 	if (err == -EEXIST) {
-		rtrs_path_err(&path->s, "session name '%s' is another session's\n",
-			      name);
+		rtrs_path_err_rl(&path->s, "session name '%s' is another session's\n",
+				 name);
 		return err;
 	}
 	if (err) {
-		rtrs_path_err(&path->s, "path names session '%s', not '%s'\n",
-			      name, srv->sessname);
+		rtrs_path_err_rl(&path->s, "path names session '%s', not '%s'\n",
+				 name, srv->sessname);
 		return err;
 	}
 	strscpy(path->s.sessname, name, sizeof(path->s.sessname));
@@ -677,8 +677,8 @@ static int rtrs_srv_handle_info_req(struct rtrs_srv_path *path)
 		return err;
 	err = rtrs_srv_map_and_reg_chunks(path);
 	if (err) {
-		rtrs_path_err(&path->s, "cannot register the chunks: %d\n",
-			      err);
+		rtrs_path_err_rl(&path->s, "cannot register the chunks: %d\n",
+				 err);
 		return err;
 	}
 	if (!rtrs_srv_change_state(path, RTRS_SRV_CONNECTING,
@@ -704,7 +704,7 @@ static void rtrs_srv_info_work(struct work_struct *work)
 
 	err = rtrs_srv_handle_info_req(path);
 	if (err) {
-		rtrs_path_err(&path->s, "path setup failed: %d\n", err);
+		rtrs_path_err_rl(&path->s, "path setup failed: %d\n", err);
 		rtrs_srv_close_path(path);
 		return;
 	}
@@ -721,8 +721,8 @@ static void rtrs_srv_info_req_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			rtrs_path_err(&path->s, "INFO_REQ receive failed: %s\n",
-				      ib_wc_status_msg(wc->status));
+			rtrs_path_err_rl(&path->s, "INFO_REQ receive failed: %s\n",
+					 ib_wc_status_msg(wc->status));
 		rtrs_srv_close_path(path);
 		return;
 	}
@@ -730,8 +730,8 @@ static void rtrs_srv_info_req_done(struct ib_cq *cq, struct ib_wc *wc)
 				   path->info_iu->size, DMA_FROM_DEVICE);
 	if (wc->byte_len < sizeof(*req) ||
 	    le16_to_cpu(req->type) != RTRS_MSG_INFO_REQ) {
-		rtrs_path_err(&path->s, "expected INFO_REQ, got %u bytes of type %u\n",
-			      wc->byte_len, le16_to_cpu(req->type));
+		rtrs_path_err_rl(&path->s, "expected INFO_REQ, got %u bytes of type %u\n",
+				 wc->byte_len, le16_to_cpu(req->type));
 		trace_rtrs_srv_bad_msg(path, "not an INFO_REQ");
 		rtrs_srv_close_path(path);
 		return;
@@ -988,8 +988,8 @@ static void rtrs_srv_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			rtrs_path_err(&path->s, "chunk invalidation failed: %s\n",
-				      ib_wc_status_msg(wc->status));
+			rtrs_path_err_rl(&path->s, "chunk invalidation failed: %s\n",
+					 ib_wc_status_msg(wc->status));
 		rtrs_srv_release_op(op);
 		rtrs_srv_close_path(path);
 		return;
@@ -1113,8 +1113,8 @@ static void rtrs_srv_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			rtrs_path_err(&path->s, "receive failed: %s\n",
-				      ib_wc_status_msg(wc->status));
+			rtrs_path_err_rl(&path->s, "receive failed: %s\n",
+					 ib_wc_status_msg(wc->status));
 		rtrs_srv_close_path(path);
 		return;
 	}
@@ -1153,22 +1153,23 @@ static int rtrs_srv_check_conn_req(const struct rdma_cm_event *ev)
 	u16 cid, cid_num;
 
 	if (ev->param.conn.private_data_len < sizeof(*req)) {
-		pr_err("connection request with %u bytes of private data\n",
-		       ev->param.conn.private_data_len);
+		pr_err_ratelimited("connection request with %u bytes of private data\n",
+				   ev->param.conn.private_data_len);
 		return -EINVAL;
 	}
 	if (le16_to_cpu(req->magic) != RTRS_MAGIC ||
 	    le16_to_cpu(req->version) >> 8 != RTRS_PROTO_VER_MAJOR) {
-		pr_err("connection request of magic %#x version %#x: not RTRS %d.x\n",
-		       le16_to_cpu(req->magic), le16_to_cpu(req->version),
-		       RTRS_PROTO_VER_MAJOR);
+		pr_err_ratelimited("connection request of magic %#x version %#x: not RTRS %d.x\n",
+				   le16_to_cpu(req->magic),
+				   le16_to_cpu(req->version),
+				   RTRS_PROTO_VER_MAJOR);
 		return -EPROTONOSUPPORT;
 	}
 	cid = le16_to_cpu(req->cid);
 	cid_num = le16_to_cpu(req->cid_num);
 	if (cid_num < 2 || cid_num > RTRS_SRV_MAX_CONS || cid >= cid_num) {
-		pr_err("connection request for connection %u of %u\n", cid,
-		       cid_num);
+		pr_err_ratelimited("connection request for connection %u of %u\n",
+				   cid, cid_num);
 		return -EINVAL;
 	}
 	return 0;
@@ -1396,14 +1397,14 @@ static int rtrs_srv_connect_req(struct rdma_cm_id *cm_id,
 	mutex_unlock(&ctx->mutex);
 	if (err) {
 		/* The connection is ours now: its path's close destroys it. */
-		rtrs_path_err(&path->s, "rdma_accept failed: %d\n", err);
+		rtrs_path_err_rl(&path->s, "rdma_accept failed: %d\n", err);
 		rtrs_srv_close_path(path);
 	}
 	return 0;
 
 close_path:
-	rtrs_path_err(&path->s, "cannot accept connection %u: %d\n",
-		      le16_to_cpu(req->cid), err);
+	rtrs_path_err_rl(&path->s, "cannot accept connection %u: %d\n",
+			 le16_to_cpu(req->cid), err);
 	rtrs_srv_close_path(path);
 unlock_reject:
 	mutex_unlock(&ctx->mutex);
