@@ -7,6 +7,7 @@
 
 #include <linux/bio.h>
 #include <linux/blkdev.h>
+#include <linux/ioprio.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 
@@ -375,6 +376,38 @@ static int rnbd_srv_check_io(struct rnbd_srv_sess_dev *sess_dev, u32 op,
 	return 0;
 }
 
+/*
+ * The I/O priority of a client's request, as this server grants it: a
+ * class the block layer knows, with a level where the class has one.  Real
+ * time is not for a remote client to take from the server's own
+ * processes: it gets best effort at the same level.  Hints are for the
+ * client's disks, not ours.
+ */
+static int rnbd_srv_ioprio(u16 prio, unsigned short *ioprio)
+{
+	int class = IOPRIO_PRIO_CLASS(prio);
+	int level = IOPRIO_PRIO_LEVEL(prio);
+
+	switch (class) {
+	case IOPRIO_CLASS_NONE:
+		if (level)
+			return -EINVAL;
+		break;
+	case IOPRIO_CLASS_RT:
+		class = IOPRIO_CLASS_BE;
+		break;
+	case IOPRIO_CLASS_BE:
+		break;
+	case IOPRIO_CLASS_IDLE:
+		level = 0;
+		break;
+	default:
+		return -EINVAL;
+	}
+	*ioprio = IOPRIO_PRIO_VALUE(class, level);
+	return 0;
+}
+
 static void rnbd_srv_bio_done(struct bio *bio)
 {
 	struct rnbd_srv_io *io = container_of(bio, struct rnbd_srv_io, bio);
@@ -403,12 +436,14 @@ int rnbd_srv_submit_io(struct rnbd_srv_sess_dev *sess_dev,
 	u32 rw = le32_to_cpu(msg->rw), op = rw & RNBD_OP_MASK;
 	u32 size = le32_to_cpu(msg->bi_size);
 	u64 sector = le64_to_cpu(msg->sector);
+	unsigned short ioprio;
 	struct rnbd_srv_io *io;
 	struct bio *bio;
 	int err;
 
 	err = rnbd_srv_check_io(sess_dev, op, rw & ~RNBD_OP_MASK, sector, size,
-				datalen);
+				datalen) ?:
+		rnbd_srv_ioprio(le16_to_cpu(msg->prio), &ioprio);
 	if (err)
 		return err;
 	bio = bio_alloc_bioset(sess_dev_bdev(sess_dev), datalen ? 1 : 0,
@@ -423,7 +458,7 @@ int rnbd_srv_submit_io(struct rnbd_srv_sess_dev *sess_dev,
 	if (!datalen)
 		bio->bi_iter.bi_size = size;
 	bio->bi_iter.bi_sector = sector;
-	bio->bi_ioprio = le16_to_cpu(msg->prio);
+	bio->bi_ioprio = ioprio;
 	bio->bi_end_io = rnbd_srv_bio_done;
 	io = container_of(bio, struct rnbd_srv_io, bio);
 	io->id = id;
