@@ -359,6 +359,10 @@ static int rnbd_srv_check_io(struct rnbd_srv_sess_dev *sess_dev, u32 op,
 
 	if (op >= RNBD_OP_LAST || flags & ~RNBD_F_ALL)
 		return -EINVAL;
+	/* The block layer takes them on writes only, and warns otherwise. */
+	if (flags & (RNBD_F_FUA | RNBD_F_PREFLUSH) &&
+	    op != RNBD_OP_WRITE && op != RNBD_OP_FLUSH)
+		return -EINVAL;
 	if (op != RNBD_OP_READ && sess_dev->access_mode == RNBD_ACCESS_RO)
 		return -EROFS;
 	if (datalen != (has_data ? size : 0))
