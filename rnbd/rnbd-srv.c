@@ -219,17 +219,32 @@ static int rnbd_srv_sess_info(struct rnbd_srv_session *sess, const void *usr,
 	return 0;
 }
 
-static int rnbd_srv_add_sess_dev(struct rnbd_srv_session *sess,
-				 struct rnbd_srv_sess_dev *sess_dev)
+/*
+ * An id for a device being opened, reserved: until the device is published
+ * under it, a CLOSE or an IO of that id (any client can guess the next
+ * one) finds nothing.
+ */
+static int rnbd_srv_reserve_id(struct rnbd_srv_session *sess, u32 *id)
 {
 	int err = -ECONNRESET;
 
 	mutex_lock(&sess->lock);
 	if (!sess->closing)
-		err = xa_alloc(&sess->sess_devs, &sess_dev->device_id,
-			       sess_dev, xa_limit_32b, GFP_KERNEL);
+		err = xa_alloc(&sess->sess_devs, id, NULL, xa_limit_32b,
+			       GFP_KERNEL);
 	mutex_unlock(&sess->lock);
 	return err;
+}
+
+/* Its caller may not touch @sess_dev after this: a CLOSE may free it. */
+static void rnbd_srv_publish_sess_dev(struct rnbd_srv_sess_dev *sess_dev)
+{
+	struct rnbd_srv_session *sess = sess_dev->sess;
+
+	mutex_lock(&sess->lock);
+	/* Into the reserved slot: allocates nothing, cannot fail. */
+	xa_store(&sess->sess_devs, sess_dev->device_id, sess_dev, GFP_KERNEL);
+	mutex_unlock(&sess->lock);
 }
 
 static int rnbd_srv_open(struct rnbd_srv_session *sess, const void *usr,
@@ -250,7 +265,7 @@ static int rnbd_srv_open(struct rnbd_srv_session *sess, const void *usr,
 	err = rnbd_srv_open_sess_dev(sess, &msg, &sess_dev);
 	if (err)
 		return err;
-	err = rnbd_srv_add_sess_dev(sess, sess_dev);
+	err = rnbd_srv_reserve_id(sess, &sess_dev->device_id);
 	if (err) {
 		rnbd_srv_release_sess_dev(sess_dev);
 		return err;
@@ -261,6 +276,7 @@ static int rnbd_srv_open(struct rnbd_srv_session *sess, const void *usr,
 		      sess_dev->mapping_path,
 		      rnbd_access_mode_str(sess_dev->access_mode),
 		      sess_dev->device_id);
+	rnbd_srv_publish_sess_dev(sess_dev);
 	return 0;
 }
 
