@@ -208,12 +208,13 @@ static int rnbd_srv_sess_info(struct rnbd_srv_session *sess, const void *usr,
 	struct rnbd_msg_sess_info_rsp *rsp = data;
 
 	if (usrlen < sizeof(*msg) || datalen < sizeof(*rsp)) {
-		rnbd_srv_err(sess, "SESS_INFO of %zu bytes for %zu\n", usrlen,
-			     datalen);
+		rnbd_srv_err_rl(sess, "SESS_INFO of %zu bytes for %zu\n", usrlen,
+				datalen);
 		return -EINVAL;
 	}
 	sess->ver = min_t(u8, msg->ver, RNBD_PROTO_VER_MAJOR);
-	memset(rsp, 0, sizeof(*rsp));
+	/* All of @data goes back: nothing of an earlier request with it. */
+	memset(data, 0, datalen);
 	rsp->hdr.type = cpu_to_le16(RNBD_MSG_SESS_INFO_RSP);
 	rsp->ver = sess->ver;
 	return 0;
@@ -271,6 +272,8 @@ static int rnbd_srv_open(struct rnbd_srv_session *sess, const void *usr,
 		return err;
 	}
 	rnbd_srv_sess_dev_sysfs_add(sess_dev);
+	/* All of @data goes back: nothing of an earlier request with it. */
+	memset(data, 0, datalen);
 	rnbd_srv_fill_open_rsp(sess_dev, data);
 	rnbd_srv_info(sess, "device %s opened %s as %u\n",
 		      sess_dev->mapping_path,
