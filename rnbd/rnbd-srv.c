@@ -68,7 +68,10 @@ MODULE_PARM_DESC(dev_search_path,
 		 "Directory the clients' device paths are relative to; %SESSNAME% stands for the session's name (default /)");
 
 static struct rtrs_srv_ctx *rnbd_srv_rtrs;
-/* Runs the force_closes of sysfs. */
+/*
+ * Runs the force_closes of sysfs.  The close of a session, in RTRS's
+ * WQ_MEM_RECLAIM work, waits for them: it is WQ_MEM_RECLAIM too.
+ */
 static struct workqueue_struct *rnbd_srv_wq;
 
 /* Protects rnbd_srv_sessions. */
@@ -386,7 +389,7 @@ static int __init rnbd_srv_init(void)
 {
 	int err;
 
-	rnbd_srv_wq = alloc_workqueue("rnbd_srv_wq", 0, 0);
+	rnbd_srv_wq = alloc_workqueue("rnbd_srv_wq", WQ_MEM_RECLAIM, 0);
 	if (!rnbd_srv_wq)
 		return -ENOMEM;
 	err = rnbd_srv_dev_init();
