@@ -21,6 +21,7 @@
 
 #include <linux/debugfs.h>
 #include <linux/delay.h>
+#include <linux/ioprio.h>
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/seq_file.h>
@@ -165,12 +166,11 @@ bad_req_read(struct bad_ctx *ctx, struct bad_req *r, const void *usr,
 	return m;
 }
 
-/* Send @r in the shared session's next chunk and wait for its response. */
-static int bad_submit(struct bad_ctx *ctx, const struct bad_req *r,
-		      struct bad_rsp *rsp)
+/* Send @r in a chunk of the shared session and wait for its response. */
+static int bad_submit_to(struct bad_ctx *ctx, u32 chunk,
+			 const struct bad_req *r, struct bad_rsp *rsp)
 {
 	struct bad_path *p = ctx->shared;
-	u32 chunk = bad_path_take_chunk(p);
 	unsigned int seen = bad_path_rsp_cnt(p);
 	int err;
 
@@ -181,6 +181,13 @@ static int bad_submit(struct bad_ctx *ctx, const struct bad_req *r,
 	if (!err && rsp->id != chunk)
 		err = -EPROTO;
 	return err;
+}
+
+/* Send @r in the shared session's next chunk and wait for its response. */
+static int bad_submit(struct bad_ctx *ctx, const struct bad_req *r,
+		      struct bad_rsp *rsp)
+{
+	return bad_submit_to(ctx, bad_path_take_chunk(ctx->shared), r, rsp);
 }
 
 static void bad_rnbd_io(struct bad_ctx *ctx, struct rnbd_msg_io *m, u32 rw,
@@ -418,6 +425,9 @@ static enum bad_verdict bad_expect_reject(struct bad_ctx *ctx, int err,
 	}
 	if (!err)
 		bad_note(ctx, "the server accepted the connection");
+	else if (con->reject_errno == -want)
+		bad_note(ctx, "rejected with errno +%d: Linux's client wants -%d",
+			 want, want);
 	else
 		bad_note(ctx, "connect failed with %d, reject errno %d, not %d",
 			 err, con->reject_errno, want);
@@ -727,6 +737,32 @@ static size_t m_info_slash(struct bad_path *p, u8 *buf)
 	return sizeof(*req);
 }
 
+static size_t m_info_name(struct bad_path *p, u8 *buf, const char *name)
+{
+	struct rtrs_msg_info_req *req = (void *)buf;
+
+	m_info(p, buf, RTRS_MSG_INFO_REQ);
+	strscpy(req->pathname, name, sizeof(req->pathname));
+	return sizeof(*req);
+}
+
+/* Names of the sysfs directory itself and of its parent. */
+static size_t m_info_dot(struct bad_path *p, u8 *buf)
+{
+	return m_info_name(p, buf, ".");
+}
+
+static size_t m_info_dotdot(struct bad_path *p, u8 *buf)
+{
+	return m_info_name(p, buf, "..");
+}
+
+/* A name that would put a line break into the server's log and sysfs. */
+static size_t m_info_control(struct bad_path *p, u8 *buf)
+{
+	return m_info_name(p, buf, "rtrs-bad-clt\nsession");
+}
+
 static size_t m_info_overlong(struct bad_path *p, u8 *buf)
 {
 	size_t len = 2 * sizeof(struct rtrs_msg_info_req);
@@ -777,6 +813,114 @@ static enum bad_verdict bad_run_dup_sessname(struct bad_ctx *ctx,
 out:
 	bad_path_free(p);
 	return v;
+}
+
+/* An INFO_REQ while connection 1 of the path has not connected. */
+static enum bad_verdict bad_run_info_early(struct bad_ctx *ctx,
+					   const struct bad_case *c)
+{
+	struct rtrs_msg_conn_req req;
+	enum bad_verdict v = BAD_FAIL;
+	struct bad_path *p;
+	int err;
+
+	p = bad_case_path(ctx);
+	if (!p)
+		return BAD_FAIL;
+	bad_conn_req_init(p, &req, 0);
+	err = bad_con_connect(p, 0, &req);
+	if (!err)
+		err = bad_path_send(p, 0, ctx->buf,
+				    m_info(p, ctx->buf, RTRS_MSG_INFO_REQ));
+	if (err)
+		bad_note(ctx, "could not send: %d", err);
+	else
+		v = bad_expect_closed(ctx, p);
+	bad_path_free(p);
+	return v;
+}
+
+/* Heartbeats */
+
+static enum bad_verdict bad_hb_then_closed(struct bad_ctx *ctx,
+					   struct bad_path *p,
+					   unsigned int cid, u32 type)
+{
+	int err = bad_con_post_imm(p, cid, rtrs_imm(type, 0));
+
+	if (err) {
+		bad_note(ctx, "could not send the heartbeat: %d", err);
+		return BAD_FAIL;
+	}
+	return bad_expect_closed(ctx, p);
+}
+
+/* Connection 1 alone: the server has no connection 0 to answer on. */
+static enum bad_verdict bad_run_hb_no_admin(struct bad_ctx *ctx,
+					    const struct bad_case *c)
+{
+	struct rtrs_msg_conn_req req;
+	enum bad_verdict v = BAD_FAIL;
+	struct bad_path *p;
+	int err;
+
+	p = bad_case_path(ctx);
+	if (!p)
+		return BAD_FAIL;
+	bad_conn_req_init(p, &req, 1);
+	err = bad_con_connect(p, 1, &req);
+	if (err)
+		bad_note(ctx, "connection 1 failed: %d", err);
+	else
+		v = bad_hb_then_closed(ctx, p, 1, RTRS_HB_MSG_IMM);
+	bad_path_free(p);
+	return v;
+}
+
+/* All connections, no INFO exchange yet. */
+static enum bad_verdict bad_run_hb_before_info(struct bad_ctx *ctx,
+					       const struct bad_case *c)
+{
+	enum bad_verdict v = BAD_FAIL;
+	struct bad_path *p;
+	int err;
+
+	p = bad_case_path(ctx);
+	if (!p)
+		return BAD_FAIL;
+	err = bad_path_connect(p);
+	if (err)
+		bad_note(ctx, "could not connect: %d", err);
+	else
+		v = bad_hb_then_closed(ctx, p, 0, RTRS_HB_MSG_IMM);
+	bad_path_free(p);
+	return v;
+}
+
+/* A path up, a heartbeat or its answer on the IO connection. */
+static enum bad_verdict bad_run_hb_io_con(struct bad_ctx *ctx, u32 type)
+{
+	enum bad_verdict v;
+	struct bad_path *p;
+
+	p = bad_case_path_up(ctx);
+	if (!p)
+		return BAD_FAIL;
+	v = bad_hb_then_closed(ctx, p, 1, type);
+	bad_path_free(p);
+	return v;
+}
+
+static enum bad_verdict bad_run_hb_msg_io_con(struct bad_ctx *ctx,
+					      const struct bad_case *c)
+{
+	return bad_run_hb_io_con(ctx, RTRS_HB_MSG_IMM);
+}
+
+static enum bad_verdict bad_run_hb_ack_io_con(struct bad_ctx *ctx,
+					      const struct bad_case *c)
+{
+	return bad_run_hb_io_con(ctx, RTRS_HB_ACK_IMM);
 }
 
 /* IO IMMs of a path without a session yet, or up */
@@ -1249,6 +1393,108 @@ static int b_sess_info_short_rsp(struct bad_ctx *ctx, struct bad_req *r)
 	return 0;
 }
 
+/* A read of the shared session with its I/O priority. */
+static int b_read_prio(struct bad_ctx *ctx, struct bad_req *r, u16 prio)
+{
+	struct rnbd_msg_io m;
+
+	bad_rnbd_io(ctx, &m, RNBD_OP_READ, 0, BAD_IO_SIZE);
+	m.prio = cpu_to_le16(prio);
+	bad_req_read(ctx, r, &m, sizeof(m), BAD_IO_SIZE);
+	return 0;
+}
+
+/* Class 7 is no class: the block layer's tables end before it. */
+static int b_io_prio_bad_class(struct bad_ctx *ctx, struct bad_req *r)
+{
+	return b_read_prio(ctx, r, IOPRIO_PRIO_VALUE(7, 0));
+}
+
+static int b_io_prio_none_level(struct bad_ctx *ctx, struct bad_req *r)
+{
+	return b_read_prio(ctx, r, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_NONE, 3));
+}
+
+/* Served, as best effort: a client does not get real time on the server. */
+static int b_io_prio_rt(struct bad_ctx *ctx, struct bad_req *r)
+{
+	return b_read_prio(ctx, r, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_RT, 0));
+}
+
+static int b_read_fua(struct bad_ctx *ctx, struct bad_req *r)
+{
+	struct rnbd_msg_io m;
+
+	bad_rnbd_io(ctx, &m, RNBD_OP_READ | RNBD_F_FUA, 0, BAD_IO_SIZE);
+	bad_req_read(ctx, r, &m, sizeof(m), BAD_IO_SIZE);
+	return 0;
+}
+
+/* Ops without data: the header alone. */
+static int b_no_data(struct bad_ctx *ctx, struct bad_req *r, u32 rw)
+{
+	struct rnbd_msg_io m;
+
+	bad_rnbd_io(ctx, &m, rw, 0, BAD_IO_SIZE);
+	bad_req_write(ctx, r, NULL, 0, &m, sizeof(m));
+	return 0;
+}
+
+static int b_discard_preflush(struct bad_ctx *ctx, struct bad_req *r)
+{
+	return b_no_data(ctx, r, RNBD_OP_DISCARD | RNBD_F_PREFLUSH);
+}
+
+static int b_write_zeroes_fua(struct bad_ctx *ctx, struct bad_req *r)
+{
+	return b_no_data(ctx, r, RNBD_OP_WRITE_ZEROES | RNBD_F_FUA);
+}
+
+/*
+ * SESS_INFO into a READ buffer of a block, in a chunk whose last request
+ * wrote a block of 0xa5: what the server sends beyond its answer must not
+ * be what that request left there.
+ */
+static enum bad_verdict bad_run_stale(struct bad_ctx *ctx,
+				      const struct bad_case *c)
+{
+	struct rnbd_msg_sess_info msg = {
+		.hdr.type = cpu_to_le16(RNBD_MSG_SESS_INFO),
+		.ver = RNBD_PROTO_VER_MAJOR,
+	};
+	size_t i, from = sizeof(struct rnbd_msg_sess_info_rsp);
+	u32 chunk = bad_path_take_chunk(ctx->shared);
+	const u8 *got = ctx->shared->rbuf->buf;
+	struct rnbd_msg_io m;
+	struct bad_req r;
+	struct bad_rsp rsp;
+	int err;
+
+	bad_rnbd_io(ctx, &m, RNBD_OP_WRITE, ctx->good_sector, BAD_IO_SIZE);
+	bad_req_write(ctx, &r, NULL, BAD_IO_SIZE, &m, sizeof(m));
+	err = bad_submit_to(ctx, chunk, &r, &rsp) ?: rsp.errno;
+	if (err) {
+		bad_note(ctx, "the write failed: %d", err);
+		return BAD_FAIL;
+	}
+	memset(ctx->shared->rbuf->buf, 0xee, BAD_IO_SIZE);
+	bad_req_read(ctx, &r, &msg, sizeof(msg), BAD_IO_SIZE);
+	err = bad_submit_to(ctx, chunk, &r, &rsp) ?: rsp.errno;
+	if (err) {
+		bad_note(ctx, "SESS_INFO failed: %d", err);
+		return BAD_FAIL;
+	}
+	for (i = from; i < BAD_IO_SIZE; i++)
+		if (got[i] == 0xa5)
+			break;
+	if (i < BAD_IO_SIZE) {
+		bad_note(ctx, "byte %zu of the answer is the last request's", i);
+		return BAD_FAIL;
+	}
+	bad_note(ctx, "no byte of the last request came back");
+	return BAD_PASS;
+}
+
 #define CONREQ(n, fn, e) \
 	{ .name = n, .expect = "connection rejected with " #e, \
 	  .run = bad_run_conreq, .conreq = fn, .err = e }
@@ -1284,7 +1530,15 @@ static const struct bad_case bad_cases[] = {
 	INFO("info-overlong", m_info_overlong),
 	INFO("info-short", m_info_short),
 	INFO("info-unknown-type", m_info_unknown_type),
+	INFO("info-name-dot", m_info_dot),
+	INFO("info-name-dotdot", m_info_dotdot),
+	INFO("info-name-control-char", m_info_control),
 	CLOSE("info-duplicate-sessname", bad_run_dup_sessname),
+	CLOSE("info-before-all-connections", bad_run_info_early),
+	CLOSE("hb-without-admin-connection", bad_run_hb_no_admin),
+	CLOSE("hb-before-info", bad_run_hb_before_info),
+	CLOSE("hb-on-io-connection", bad_run_hb_msg_io_con),
+	CLOSE("hb-ack-on-io-connection", bad_run_hb_ack_io_con),
 	CLOSE("imm-io-before-info", bad_run_io_before_info),
 	ADMIN("admin-second-info-req", m_info_again),
 	ADMIN("admin-unknown-type", m_info_unknown_type),
@@ -1324,6 +1578,16 @@ static const struct bad_case bad_cases[] = {
 	RSP("rnbd-open-twice", b_open_twice, EEXIST),
 	RSP("rnbd-open-short-response", b_open_short_rsp, EINVAL),
 	RSP("rnbd-sess-info-short-response", b_sess_info_short_rsp, EINVAL),
+	RSP("rnbd-io-prio-bad-class", b_io_prio_bad_class, EINVAL),
+	RSP("rnbd-io-prio-none-with-level", b_io_prio_none_level, EINVAL),
+	{ .name = "rnbd-io-prio-realtime", .expect = "response with 0, path up",
+	  .run = bad_run_rsp, .build = b_io_prio_rt },
+	RSP("rnbd-read-fua", b_read_fua, EINVAL),
+	RSP("rnbd-discard-preflush", b_discard_preflush, EINVAL),
+	RSP("rnbd-write-zeroes-fua", b_write_zeroes_fua, EINVAL),
+	{ .name = "rnbd-sess-info-no-stale-bytes",
+	  .expect = "answer with no byte of the chunk's last request",
+	  .run = bad_run_stale },
 };
 
 /*

@@ -294,9 +294,10 @@ static int bad_con_rejected(struct bad_con *con, struct rdma_cm_event *ev)
 	u8 len;
 
 	rsp = rdma_consumer_reject_data(con->c.cm_id, ev, &len);
+	/* A negative errno on the wire, as Linux's RTRS sends it. */
 	if (rsp && len >= sizeof(*rsp) &&
 	    le16_to_cpu(rsp->magic) == RTRS_MAGIC)
-		con->reject_errno = le16_to_cpu(rsp->errno);
+		con->reject_errno = -(s16)le16_to_cpu(rsp->errno);
 	return -ECONNREFUSED;
 }
 
@@ -605,6 +606,25 @@ int bad_path_post_io(struct bad_path *p, u32 chunk, const void *buf,
 	if (err)
 		bad_path_tx_abort(p);
 	return err;
+}
+
+/**
+ * bad_con_post_imm() - a bare IMM on any connection, as heartbeats go
+ * @p: the path
+ * @cid: the connection, established
+ * @imm: the immediate, as is
+ *
+ * Needs no admin connection: a case may send it on a path whose
+ * connection 0 never came.
+ *
+ * Return: 0 when posted, else a negative errno.
+ */
+int bad_con_post_imm(struct bad_path *p, unsigned int cid, u32 imm)
+{
+	if (!p->bad_cons[cid].established)
+		return -ENOTCONN;
+	return rtrs_post_write_imm_empty(p->s.con[cid], &bad_quiet_cqe, imm,
+					 IB_SEND_SIGNALED, NULL);
 }
 
 /**

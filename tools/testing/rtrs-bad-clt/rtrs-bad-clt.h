@@ -43,7 +43,8 @@ struct bad_target {
  * @cm_done: completed when the connection is up or failed
  * @cm_finished: @cm_done was completed; later events only mark the path
  * @cm_err: 0 when established, else why not
- * @reject_errno: the errno of the server's reject, 0 if none came
+ * @reject_errno: the errno of the server's reject, made positive; 0 if
+ *		  none came, negative if the server sent a positive one
  * @established: ESTABLISHED was seen
  * @rx: receives for the server's IMMs and RKEY_RSPs
  */
@@ -159,6 +160,7 @@ int bad_path_wait_closed(struct bad_path *p);
 u32 bad_path_take_chunk(struct bad_path *p);
 int bad_path_post_io(struct bad_path *p, u32 chunk, const void *buf,
 		     size_t len, u32 imm);
+int bad_con_post_imm(struct bad_path *p, unsigned int cid, u32 imm);
 int bad_path_post_raw(struct bad_path *p, u64 addr, u32 rkey,
 		      const void *buf, size_t len);
 int bad_path_wait_rsp(struct bad_path *p, unsigned int seen,
