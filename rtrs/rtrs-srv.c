@@ -102,7 +102,6 @@ MODULE_PARM_DESC(always_invalidate,
 
 /* Paths' info and close work, and heartbeats. */
 static struct workqueue_struct *rtrs_srv_wq;
-static struct rtrs_ib_dev_pool rtrs_srv_dev_pool;
 
 static void rtrs_srv_recv_done(struct ib_cq *cq, struct ib_wc *wc);
 static void rtrs_srv_send_done(struct ib_cq *cq, struct ib_wc *wc);
@@ -1327,6 +1326,24 @@ static int rtrs_srv_post_recvs(struct rtrs_srv_con *con)
 static int rtrs_srv_con_cm_handler(struct rdma_cm_id *cm_id,
 				   struct rdma_cm_event *ev);
 
+/*
+ * A protection domain of the path's own: the chunks it registers for the
+ * client's writes are out of reach of every other path's QPs, those of
+ * other clients among them, whatever rkey they try.
+ */
+static int rtrs_srv_path_pd(struct rtrs_srv_path *path,
+			    struct ib_device *ib_dev)
+{
+	struct ib_pd *pd = ib_alloc_pd(ib_dev, 0);
+
+	if (IS_ERR(pd))
+		return PTR_ERR(pd);
+	path->dev.ib_dev = ib_dev;
+	path->dev.pd = pd;
+	path->s.dev = &path->dev;
+	return 0;
+}
+
 static int rtrs_srv_create_con(struct rtrs_srv_path *path,
 			       struct rdma_cm_id *cm_id, unsigned int cid)
 {
@@ -1338,10 +1355,9 @@ static int rtrs_srv_create_con(struct rtrs_srv_path *path,
 	if (path->s.con[cid])
 		return -EEXIST;
 	if (!path->s.dev) {
-		path->s.dev = rtrs_ib_dev_get(&rtrs_srv_dev_pool,
-					      cm_id->device);
-		if (!path->s.dev)
-			return -ENOMEM;
+		err = rtrs_srv_path_pd(path, cm_id->device);
+		if (err)
+			return err;
 	} else if (path->s.dev->ib_dev != cm_id->device) {
 		return -EINVAL;
 	}
@@ -1524,7 +1540,7 @@ static void rtrs_srv_close_work(struct work_struct *work)
 		rtrs_srv_unmap_chunks(path);
 		rtrs_iu_free(path->info_iu, ib_dev);
 		rtrs_iu_free(path->info_iu_rsp, ib_dev);
-		rtrs_ib_dev_put(path->s.dev);
+		ib_dealloc_pd(path->dev.pd);
 	}
 	atomic_set(&path->state, RTRS_SRV_CLOSED);
 	rtrs_path_info(&path->s, "path closed\n");
@@ -1690,13 +1706,11 @@ static int __init rtrs_srv_init(void)
 		destroy_workqueue(rtrs_srv_wq);
 		return err;
 	}
-	rtrs_ib_dev_pool_init(&rtrs_srv_dev_pool);
 	return 0;
 }
 
 static void __exit rtrs_srv_exit(void)
 {
-	rtrs_ib_dev_pool_destroy(&rtrs_srv_dev_pool);
 	class_unregister(&rtrs_srv_class);
 	destroy_workqueue(rtrs_srv_wq);
 }

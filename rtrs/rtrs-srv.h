@@ -138,6 +138,8 @@ struct rtrs_srv_op {
  * @state: an enum rtrs_srv_state, changed with cmpxchg
  * @recon_cnt: the client's incarnation of this path
  * @hca_port: the port of the RDMA device it came in through
+ * @dev: its RDMA device and a protection domain of its own; @s.dev
+ *	 points here once the first connection came
  * @mem_bits: low bits of an IO_REQ payload that hold the offset
  * @mrs: a registration per chunk
  * @ops: an op per chunk
@@ -165,6 +167,7 @@ struct rtrs_srv_path {
 	atomic_t state;
 	u16 recon_cnt;
 	u32 hca_port;
+	struct rtrs_ib_dev dev;
 	unsigned int mem_bits;
 	struct rtrs_srv_mr *mrs;
 	struct rtrs_srv_op *ops;

@@ -1037,6 +1037,36 @@ static enum bad_verdict bad_run_write_past_chunk(struct bad_ctx *ctx,
 	return v;
 }
 
+/*
+ * An RDMA WRITE into a chunk of the shared session, another session of the
+ * server, with its address and its valid rkey.
+ */
+static enum bad_verdict bad_run_write_other_sess(struct bad_ctx *ctx,
+						 const struct bad_case *c)
+{
+	struct bad_path *shared = ctx->shared;
+	enum bad_verdict v = BAD_FAIL;
+	struct bad_chunk target;
+	unsigned long flags;
+	struct bad_path *p;
+	int err;
+
+	p = bad_case_path_up(ctx);
+	if (!p)
+		return BAD_FAIL;
+	spin_lock_irqsave(&shared->lock, flags);
+	target = shared->chunks[shared->next_chunk];
+	spin_unlock_irqrestore(&shared->lock, flags);
+	memset(ctx->buf, 0x5a, 64);
+	err = bad_path_post_raw(p, target.addr, target.rkey, ctx->buf, 64);
+	if (err)
+		bad_note(ctx, "could not post the write: %d", err);
+	else
+		v = bad_expect_closed(ctx, p);
+	bad_path_free(p);
+	return v;
+}
+
 /* A READ whose data goes to an rkey this client does not have. */
 static enum bad_verdict bad_run_read_bad_rkey(struct bad_ctx *ctx,
 					      const struct bad_case *c)
@@ -1547,6 +1577,7 @@ static const struct bad_case bad_cases[] = {
 	CLOSE("imm-response-type", bad_run_imm_rsp),
 	CLOSE("rdma-write-past-chunk", bad_run_write_past_chunk),
 	CLOSE("read-desc-bad-rkey", bad_run_read_bad_rkey),
+	CLOSE("rdma-write-other-session-chunk", bad_run_write_other_sess),
 	RSP("trailer-offset-beyond-chunk", b_off_beyond_chunk, EINVAL),
 	RSP("trailer-across-chunk-end", b_trailer_across_end, EINVAL),
 	RSP("trailer-unknown-type", b_trailer_unknown_type, EINVAL),
