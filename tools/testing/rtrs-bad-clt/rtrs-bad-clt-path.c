@@ -816,8 +816,14 @@ void bad_path_free(struct bad_path *p)
 	for (cid = 0; cid < BAD_CLT_CONS; cid++)
 		if (p->bad_cons[cid].established)
 			rdma_disconnect(p->bad_cons[cid].c.cm_id);
+	/*
+	 * Every QP, connected or not: destroying one flushes its receives
+	 * into the CQ, and Soft-RoCE of 6.1 runs a CQ's completion tasklet
+	 * after the CQ is freed when the CQ goes right after them.  Drained,
+	 * its last completion has been handled.
+	 */
 	for (cid = 0; cid < BAD_CLT_CONS; cid++)
-		if (p->bad_cons[cid].established)
+		if (p->bad_cons[cid].c.qp)
 			ib_drain_qp(p->bad_cons[cid].c.qp);
 	/* After this, no completion or rdma_cm event runs for the path. */
 	for (cid = 0; cid < BAD_CLT_CONS; cid++) {
