@@ -7,6 +7,7 @@
  *   cat /sys/kernel/debug/rtrs_bad_clt/cases     names and expectations
  *   echo <name> > /sys/kernel/debug/rtrs_bad_clt/run
  *   cat /sys/kernel/debug/rtrs_bad_clt/result    "pass|fail|skip <name>: ..."
+ *   echo <seed> <count> <time_ms> > /sys/kernel/debug/rtrs_bad_clt/fuzz
  *
  * A write to run fails with -EIO when the case failed; every result is
  * also logged.  Each case knows what the server must do: reject the
@@ -1735,6 +1736,83 @@ static const struct file_operations bad_result_fops = {
 	.llseek = default_llseek,
 };
 
+/* The fuzzer */
+
+/* The shared session still serves: 0, else why not. */
+static int bad_fuzz_check(void *arg)
+{
+	struct bad_ctx *ctx = arg;
+
+	if (bad_path_broken(ctx->shared))
+		return -ECONNRESET;
+	return bad_good_io(ctx);
+}
+
+static void bad_fuzz_result(struct bad_ctx *ctx, const struct bad_fuzz_cfg *cfg,
+			    const struct bad_fuzz_stats *st, int err)
+{
+	if (!err) {
+		snprintf(bad_result, sizeof(bad_result),
+			 "pass fuzz: seed %llu: %lu messages in %u ms, %lu requests answered, %lu connections refused, %lu paths, %lu closed by the server; the shared session still serves\n",
+			 cfg->seed, st->msgs, st->ms, st->answered,
+			 st->refused, st->paths, st->closed);
+		return;
+	}
+	if (!ctx->note[0])
+		bad_note(ctx, "could not run: %d", err);
+	snprintf(bad_result, sizeof(bad_result), "fail fuzz: seed %llu: %s\n",
+		 cfg->seed, ctx->note);
+}
+
+/*
+ * "<seed> <count> <time_ms>": a fuzz run, beside the shared session that
+ * must serve throughout.  Its result is read from result, as a case's.
+ */
+static ssize_t bad_fuzz_write(struct file *file, const char __user *ubuf,
+			      size_t count, loff_t *ppos)
+{
+	struct bad_fuzz_cfg cfg = {
+		.device = bad_device,
+		.check = bad_fuzz_check,
+		.arg = bad_ctx,
+	};
+	struct bad_ctx *ctx = bad_ctx;
+	struct bad_fuzz_stats st = {};
+	char line[64];
+	int err;
+
+	if (count >= sizeof(line))
+		return -EINVAL;
+	if (copy_from_user(line, ubuf, count))
+		return -EFAULT;
+	line[count] = '\0';
+	if (sscanf(line, "%llu %lu %u", &cfg.seed, &cfg.count,
+		   &cfg.time_ms) != 3 || !cfg.count || !cfg.time_ms) {
+		pr_err("fuzz: write '<seed> <count> <time_ms>', not '%s'\n",
+		       strim(line));
+		return -EINVAL;
+	}
+	if (mutex_lock_interruptible(&bad_mutex))
+		return -EINTR;
+	ctx->note[0] = '\0';
+	err = bad_shared_get(ctx);
+	if (!err)
+		err = bad_fuzz(&ctx->t, &cfg, &st, ctx->note,
+			       sizeof(ctx->note));
+	if (ctx->shared && bad_shared_broken(ctx, "during the fuzz run"))
+		err = err ?: -ECONNRESET;
+	ctx->last = "the fuzz run";
+	bad_fuzz_result(ctx, &cfg, &st, err);
+	pr_info("%s", bad_result);
+	mutex_unlock(&bad_mutex);
+	return err ? -EIO : count;
+}
+
+static const struct file_operations bad_fuzz_fops = {
+	.owner = THIS_MODULE,
+	.write = bad_fuzz_write,
+};
+
 static int bad_cases_show(struct seq_file *m, void *v)
 {
 	unsigned int i;
@@ -1785,6 +1863,7 @@ static int __init bad_init(void)
 	bad_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("cases", 0444, bad_debugfs, NULL, &bad_cases_fops);
 	debugfs_create_file("run", 0200, bad_debugfs, NULL, &bad_run_fops);
+	debugfs_create_file("fuzz", 0200, bad_debugfs, NULL, &bad_fuzz_fops);
 	debugfs_create_file("result", 0400, bad_debugfs, NULL,
 			    &bad_result_fops);
 	return 0;

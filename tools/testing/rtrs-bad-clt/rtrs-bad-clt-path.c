@@ -22,11 +22,14 @@
 
 static void bad_tx_done(struct ib_cq *cq, struct ib_wc *wc);
 static void bad_quiet_done(struct ib_cq *cq, struct ib_wc *wc);
+static void bad_imm_done(struct ib_cq *cq, struct ib_wc *wc);
 
 /* The IMM that ends a request, and SENDs: their completion frees @tx. */
 static struct ib_cqe bad_tx_cqe = { .done = bad_tx_done };
 /* The RDMA WRITE before an IMM, and heartbeat answers: only errors count. */
 static struct ib_cqe bad_quiet_cqe = { .done = bad_quiet_done };
+/* The bare IMMs of bad_con_post_imm(), counted until they are sent. */
+static struct ib_cqe bad_imm_cqe = { .done = bad_imm_done };
 
 static struct bad_con *to_bad_con(struct rtrs_con *c)
 {
@@ -68,6 +71,15 @@ static void bad_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 static void bad_quiet_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	bad_path_wc_err(con_to_path(cq->cq_context), wc->status);
+}
+
+static void bad_imm_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct bad_path *p = con_to_path(cq->cq_context);
+
+	bad_path_wc_err(p, wc->status);
+	if (atomic_dec_and_test(&p->imm_inflight))
+		wake_up(&p->wq);
 }
 
 static void bad_path_unexpected(struct bad_path *p, const char *what, u32 val)
@@ -452,13 +464,17 @@ int bad_path_connect(struct bad_path *p)
 
 /* Requests */
 
-/* Wait until @tx is free; false if it stayed busy. */
+/*
+ * Wait until @tx is free; false if it stayed busy.  On a broken path its
+ * work request may only be flushed once the path is drained: no wait.
+ */
 static bool bad_path_tx_idle(struct bad_path *p)
 {
 	unsigned long flags;
 	bool idle;
 
-	wait_event_timeout(p->wq, !READ_ONCE(p->tx_busy),
+	wait_event_timeout(p->wq, !READ_ONCE(p->tx_busy) ||
+			   bad_path_broken(p),
 			   msecs_to_jiffies(p->t->timeout_ms));
 	spin_lock_irqsave(&p->lock, flags);
 	idle = !p->tx_busy;
@@ -577,6 +593,23 @@ u32 bad_path_take_chunk(struct bad_path *p)
 int bad_path_post_io(struct bad_path *p, u32 chunk, const void *buf,
 		     size_t len, u32 imm)
 {
+	return bad_con_post_io(p, 1, chunk, buf, len, imm);
+}
+
+/**
+ * bad_con_post_io() - as bad_path_post_io(), on any connection
+ * @p: the path, up
+ * @cid: the connection
+ * @chunk: the chunk to write @buf into, not checked when @len is 0
+ * @buf: the chunk's bytes from its start
+ * @len: how many
+ * @imm: the immediate, as is
+ *
+ * Return: 0 when posted, else a negative errno.
+ */
+int bad_con_post_io(struct bad_path *p, unsigned int cid, u32 chunk,
+		    const void *buf, size_t len, u32 imm)
+{
 	struct ib_sge sge = {
 		.lkey = p->dev.pd->local_dma_lkey,
 	};
@@ -601,7 +634,7 @@ int bad_path_post_io(struct bad_path *p, u32 chunk, const void *buf,
 		wr.rkey = p->chunks[chunk].rkey;
 		spin_unlock_irqrestore(&p->lock, flags);
 	}
-	err = rtrs_post_write_imm_empty(p->s.con[1], &bad_tx_cqe, imm,
+	err = rtrs_post_write_imm_empty(p->s.con[cid], &bad_tx_cqe, imm,
 					IB_SEND_SIGNALED, len ? &wr.wr : NULL);
 	if (err)
 		bad_path_tx_abort(p);
@@ -621,10 +654,36 @@ int bad_path_post_io(struct bad_path *p, u32 chunk, const void *buf,
  */
 int bad_con_post_imm(struct bad_path *p, unsigned int cid, u32 imm)
 {
+	int err;
+
 	if (!p->bad_cons[cid].established)
 		return -ENOTCONN;
-	return rtrs_post_write_imm_empty(p->s.con[cid], &bad_quiet_cqe, imm,
-					 IB_SEND_SIGNALED, NULL);
+	atomic_inc(&p->imm_inflight);
+	err = rtrs_post_write_imm_empty(p->s.con[cid], &bad_imm_cqe, imm,
+					IB_SEND_SIGNALED, NULL);
+	if (err)
+		atomic_dec(&p->imm_inflight);
+	return err;
+}
+
+/**
+ * bad_path_wait_sent() - wait until what was posted has left
+ * @p: the path
+ *
+ * A disconnect flushes the work requests not sent yet: a message posted
+ * right before bad_path_free() may never reach the server.  On a broken
+ * path nothing more reaches it: no wait.
+ *
+ * Return: 0 when all completed or the path broke, -ETIMEDOUT when neither
+ * in time.
+ */
+int bad_path_wait_sent(struct bad_path *p)
+{
+	return wait_event_timeout(p->wq, (!atomic_read(&p->imm_inflight) &&
+					  !READ_ONCE(p->tx_busy)) ||
+				  bad_path_broken(p),
+				  msecs_to_jiffies(p->t->timeout_ms)) ?
+		0 : -ETIMEDOUT;
 }
 
 /**

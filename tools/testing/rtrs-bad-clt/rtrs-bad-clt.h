@@ -8,6 +8,7 @@
 #ifndef RTRS_BAD_CLT_H
 #define RTRS_BAD_CLT_H
 
+#include <linux/atomic.h>
 #include <linux/socket.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
@@ -91,6 +92,7 @@ struct bad_chunk {
  * @closed: the server disconnected a connection of the path
  * @wc_err: status of a failed work request (not a flush), else 0
  * @unexpected: what the server sent that this client does not expect
+ * @imm_inflight: bare IMMs posted and not completed yet
  * @queue_depth: chunks of the session (CON_RSP)
  * @chunk_size: their size (CON_RSP max_io_size + max_hdr_size)
  * @max_hdr_size: largest user header (CON_RSP)
@@ -121,6 +123,7 @@ struct bad_path {
 	bool closed;
 	int wc_err;
 	unsigned int unexpected;
+	atomic_t imm_inflight;
 	unsigned int queue_depth;
 	unsigned int chunk_size;
 	unsigned int max_hdr_size;
@@ -143,6 +146,43 @@ struct bad_rsp {
 	u32 id;
 };
 
+/**
+ * struct bad_fuzz_cfg - what a fuzz run does
+ * @seed: makes every message
+ * @count: messages to send at most
+ * @time_ms: time to take at most
+ * @device: the device its sessions open, read-only
+ * @check: whether the server still serves another session: 0, else why
+ *	   not; called every few hundred messages and at the end
+ * @arg: for @check
+ */
+struct bad_fuzz_cfg {
+	u64 seed;
+	unsigned long count;
+	unsigned int time_ms;
+	const char *device;
+	int (*check)(void *arg);
+	void *arg;
+};
+
+/**
+ * struct bad_fuzz_stats - what a fuzz run did
+ * @msgs: messages sent
+ * @answered: requests the server answered
+ * @refused: connections it rejected
+ * @paths: paths opened
+ * @closed: paths up that it closed
+ * @ms: time taken
+ */
+struct bad_fuzz_stats {
+	unsigned long msgs;
+	unsigned long answered;
+	unsigned long refused;
+	unsigned long paths;
+	unsigned long closed;
+	unsigned int ms;
+};
+
 struct bad_path *bad_path_alloc(const struct bad_target *t,
 				const char *sessname);
 void bad_path_free(struct bad_path *p);
@@ -161,11 +201,18 @@ u32 bad_path_take_chunk(struct bad_path *p);
 int bad_path_post_io(struct bad_path *p, u32 chunk, const void *buf,
 		     size_t len, u32 imm);
 int bad_con_post_imm(struct bad_path *p, unsigned int cid, u32 imm);
+int bad_path_wait_sent(struct bad_path *p);
+int bad_con_post_io(struct bad_path *p, unsigned int cid, u32 chunk,
+		    const void *buf, size_t len, u32 imm);
 int bad_path_post_raw(struct bad_path *p, u64 addr, u32 rkey,
 		      const void *buf, size_t len);
 int bad_path_wait_rsp(struct bad_path *p, unsigned int seen,
 		      struct bad_rsp *rsp);
 unsigned int bad_path_rsp_cnt(struct bad_path *p);
 u32 bad_io_imm(struct bad_path *p, u32 chunk, u32 off);
+
+/* rtrs-bad-clt-fuzz.c */
+int bad_fuzz(const struct bad_target *t, const struct bad_fuzz_cfg *cfg,
+	     struct bad_fuzz_stats *st, char *why, size_t why_len);
 
 #endif /* RTRS_BAD_CLT_H */

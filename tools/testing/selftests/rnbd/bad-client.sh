@@ -10,11 +10,17 @@
 # That session must not break: the case it broke during fails, or the next
 # case when it broke between two (its note names the case before).  A case
 # that cannot be made against this server is a skip with its reason.
+# Then rtrs-bad-clt's fuzzer sends RNBD_TEST_FUZZ_COUNT messages (5000;
+# 3000 on the debug kernel) made from RNBD_TEST_FUZZ_SEED (random; printed,
+# to replay a failure) in at most RNBD_TEST_FUZZ_SECONDS (400; 900): every
+# request must be answered or its path closed, and the shared session must
+# go on serving.
 # A client of ours maps another disk before the cases and must still write
 # and read it after them; no session of the cases may be left on the
 # server, and every module unloads.
 #
 # rnbd-vm: topology=one
+# rnbd-vm: timeout=1500
 
 . "$(dirname "$0")/lib.sh"
 
@@ -30,6 +36,14 @@ GOOD_DISK=
 BAD_DISK=
 SERVER_UP=
 CASES=
+FUZZ_SEED=${RNBD_TEST_FUZZ_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+if rnbd_debug_kernel; then
+	FUZZ_COUNT=${RNBD_TEST_FUZZ_COUNT:-3000}
+	FUZZ_SECONDS=${RNBD_TEST_FUZZ_SECONDS:-900}
+else
+	FUZZ_COUNT=${RNBD_TEST_FUZZ_COUNT:-5000}
+	FUZZ_SECONDS=${RNBD_TEST_FUZZ_SECONDS:-400}
+fi
 
 # The two exported disks: loop devices over tmpfs files, one for our
 # client, one for the test client's shared session.
@@ -102,6 +116,23 @@ run_case() {
 	"skip $1:"*) return 4 ;;
 	*) return 1 ;;
 	esac
+}
+
+# fuzz: the fuzzer's whole count of messages, and its result line.
+fuzz() {
+	local result
+
+	[ -n "$SERVER_UP" ] || { echo "not run: the server is not up"; return 1; }
+	echo "to replay: RNBD_TEST_FUZZ_SEED=$FUZZ_SEED RNBD_TEST_FUZZ_COUNT=$FUZZ_COUNT"
+	echo "$FUZZ_SEED $FUZZ_COUNT $((FUZZ_SECONDS * 1000))" 2>/dev/null \
+		>"$DBG/fuzz"
+	result=$(cat "$DBG/result")
+	echo "$result"
+	if ! [[ $result =~ ^"pass fuzz: seed $FUZZ_SEED: "([0-9]+)" messages " ]]; then
+		return 1
+	fi
+	[ "${BASH_REMATCH[1]}" -ge "$FUZZ_COUNT" ] ||
+		{ echo "fewer than $FUZZ_COUNT messages in $FUZZ_SECONDS s"; return 1; }
 }
 
 # server_sessions NAME...: the server has exactly these sessions.
@@ -179,7 +210,7 @@ setup=$(cat /tmp/rnbd-bad-client.setup)
 rm -f /tmp/rnbd-bad-client.setup
 [ $setup_rc -eq 0 ] && CASES=$(cat "$DBG/cases")
 
-ktap_header $((11 + $(grep -c . <<<"$CASES")))
+ktap_header $((12 + $(grep -c . <<<"$CASES")))
 [ -n "$setup" ] && printf '%s\n' "$setup" | sed 's/^/# /'
 ktap_check "disks up, rtrs-bad-clt loads with its case list" \
 	test $setup_rc -eq 0
@@ -193,6 +224,8 @@ ktap_check "our client writes and reads back 1 MiB" verify before
 while IFS=$'\t' read -r name expect; do
 	[ -n "$name" ] && ktap_case "$name" "$expect"
 done <<<"$CASES"
+ktap_check "fuzz: $FUZZ_COUNT messages from seed $FUZZ_SEED, the shared session serves after them" \
+	fuzz
 ktap_check "our client: both paths still connected" rnbd_paths_connected
 ktap_check "our client writes and reads back 1 MiB after the cases" \
 	verify after
