@@ -234,10 +234,11 @@ static int rnbd_srv_reserve_id(struct rnbd_srv_session *sess, u32 *id)
 
 	mutex_lock(&sess->lock);
 	if (!sess->closing)
-		err = xa_alloc(&sess->sess_devs, id, NULL, xa_limit_32b,
-			       GFP_KERNEL);
+		err = xa_alloc_cyclic(&sess->sess_devs, id, NULL, xa_limit_32b,
+				      &sess->next_id, GFP_KERNEL);
 	mutex_unlock(&sess->lock);
-	return err;
+	/* 1: the ids went round; the id is free all the same. */
+	return err < 0 ? err : 0;
 }
 
 /* Its caller may not touch @sess_dev after this: a CLOSE may free it. */

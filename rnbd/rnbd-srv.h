@@ -32,6 +32,9 @@
  * @ver: the RNBD major version agreed in SESS_INFO
  * @lock: protects @sess_devs' membership changes and @closing
  * @sess_devs: device id -> struct rnbd_srv_sess_dev; lookups under RCU
+ * @next_id: where the search for a free id starts, under @lock: ids go
+ *	     round, so that a client that still uses the id of a device
+ *	     the server closed (force_close) does not reach the next one
  * @closing: the session is going away: no more OPENs
  */
 struct rnbd_srv_session {
@@ -41,6 +44,7 @@ struct rnbd_srv_session {
 	u8 ver;
 	struct mutex lock;	/* protects sess_devs changes, closing */
 	struct xarray sess_devs;
+	u32 next_id;
 	bool closing;
 };
 
