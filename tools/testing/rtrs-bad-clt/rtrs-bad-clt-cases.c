@@ -1482,6 +1482,41 @@ static int b_write_zeroes_fua(struct bad_ctx *ctx, struct bad_req *r)
 }
 
 /*
+ * The shared session closes its device and opens it again: the new id is
+ * not the old one, which a client that missed a force_close still uses.
+ */
+static enum bad_verdict bad_run_reopen(struct bad_ctx *ctx,
+				       const struct bad_case *c)
+{
+	struct rnbd_msg_close m = {
+		.hdr.type = cpu_to_le16(RNBD_MSG_CLOSE),
+		.device_id = cpu_to_le32(ctx->device_id),
+	};
+	u32 old = ctx->device_id;
+	struct bad_req r;
+	struct bad_rsp rsp;
+	int err;
+
+	bad_req_write(ctx, &r, NULL, 0, &m, sizeof(m));
+	err = bad_submit(ctx, &r, &rsp) ?: rsp.errno;
+	if (err) {
+		bad_note(ctx, "CLOSE of device %u failed: %d", old, err);
+		return BAD_FAIL;
+	}
+	err = bad_shared_open(ctx);
+	if (err) {
+		bad_note(ctx, "OPEN after the CLOSE failed: %d", err);
+		return BAD_FAIL;
+	}
+	if (ctx->device_id == old) {
+		bad_note(ctx, "the device got its old id %u again", old);
+		return BAD_FAIL;
+	}
+	bad_note(ctx, "device %u is now %u", old, ctx->device_id);
+	return BAD_PASS;
+}
+
+/*
  * SESS_INFO into a READ buffer of a block, in a chunk whose last request
  * wrote a block of 0xa5: what the server sends beyond its answer must not
  * be what that request left there.
@@ -1617,6 +1652,9 @@ static const struct bad_case bad_cases[] = {
 	RSP("rnbd-read-fua", b_read_fua, EINVAL),
 	RSP("rnbd-discard-preflush", b_discard_preflush, EINVAL),
 	RSP("rnbd-write-zeroes-fua", b_write_zeroes_fua, EINVAL),
+	{ .name = "rnbd-reopen-new-id",
+	  .expect = "a device closed and opened again gets a new id",
+	  .run = bad_run_reopen },
 	{ .name = "rnbd-sess-info-no-stale-bytes",
 	  .expect = "answer with no byte of the chunk's last request",
 	  .run = bad_run_stale },
