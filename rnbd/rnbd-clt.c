@@ -1398,6 +1398,9 @@ int rnbd_clt_unmap(struct rnbd_clt_dev *dev, bool force,
 	int err;
 
 	err = rnbd_clt_start_unmap(dev, force, &close);
+	if (err == -EBUSY)
+		pr_err_ratelimited("%s: %s is open: not unmapped unless forced\n",
+				   sess->sessname, dev->gd->disk_name);
 	if (err)
 		return err;
 	rnbd_clt_release_dev_io(dev);

@@ -376,16 +376,21 @@ rnbd_unmap() {
 	echo "${2:-normal}" >"/sys/block/$1/rnbd/unmap_device"
 }
 
-# rnbd_unmap_busy DEV: a normal unmap of DEV, open, fails with EBUSY.
+# rnbd_unmap_busy DEV [LOG]: a normal unmap of DEV, open, fails with EBUSY
+# and says why in the kernel log: a line with LOG (default: our client's
+# "DEV is open: not unmapped").
 rnbd_unmap_busy() {
-	local err
+	local err mark log=${2:-"$1 is open: not unmapped"}
 
+	mark=$(rnbd_kmsg_mark)
 	if err=$(rnbd_write_err "/sys/block/$1/rnbd/unmap_device" normal); then
 		echo "/dev/$1, open, was unmapped"
 		return 1
 	fi
 	[ "$err" = "Device or resource busy" ] ||
 		{ echo "the unmap of open /dev/$1 failed with '$err', not EBUSY"; return 1; }
+	rnbd_kmsg_since "$mark" | grep -q "$log" ||
+		{ echo "no log line says why /dev/$1 was not unmapped"; return 1; }
 }
 
 # rnbd_write_err FILE STRING: write STRING and a newline to FILE.  On

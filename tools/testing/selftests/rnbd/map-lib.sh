@@ -432,13 +432,14 @@ bad_map() {
 }
 
 # busy_unmap: a normal unmap fails with EBUSY while the device is open,
-# and the device stays.
+# the client's log says so, and the device stays.
 busy_unmap() {
-	local rc=0
+	local rc=0 log=
 
 	mapped || return 1
+	[ "$MAP_CLIENT" = upstream ] && log="device is in use"
 	exec 3<"/dev/$DEV"
-	rnbd_unmap_busy "$DEV" || rc=1
+	rnbd_unmap_busy "$DEV" "$log" || rc=1
 	exec 3<&-
 	mapped && return $rc
 }
