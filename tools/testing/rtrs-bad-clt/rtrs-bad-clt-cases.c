@@ -841,19 +841,35 @@ static enum bad_verdict bad_run_info_early(struct bad_ctx *ctx,
 	return v;
 }
 
-/* Heartbeats */
+/* Bare IMMs: heartbeats and requests, before the path is up or after */
 
-static enum bad_verdict bad_hb_then_closed(struct bad_ctx *ctx,
-					   struct bad_path *p,
-					   unsigned int cid, u32 type)
+/* A bare IMM on connection @cid, and the server must close the path. */
+static enum bad_verdict bad_imm_then_closed(struct bad_ctx *ctx,
+					    struct bad_path *p,
+					    unsigned int cid, u32 imm)
 {
-	int err = bad_con_post_imm(p, cid, rtrs_imm(type, 0));
+	int err = bad_con_post_imm(p, cid, imm);
 
 	if (err) {
-		bad_note(ctx, "could not send the heartbeat: %d", err);
+		bad_note(ctx, "could not send the IMM: %d", err);
 		return BAD_FAIL;
 	}
 	return bad_expect_closed(ctx, p);
+}
+
+static u32 imm_hb_msg(struct bad_path *p)
+{
+	return rtrs_imm(RTRS_HB_MSG_IMM, 0);
+}
+
+static u32 imm_hb_ack(struct bad_path *p)
+{
+	return rtrs_imm(RTRS_HB_ACK_IMM, 0);
+}
+
+static u32 imm_first_chunk(struct bad_path *p)
+{
+	return bad_io_imm(p, 0, 0);
 }
 
 /* Connection 1 alone: the server has no connection 0 to answer on. */
@@ -873,14 +889,15 @@ static enum bad_verdict bad_run_hb_no_admin(struct bad_ctx *ctx,
 	if (err)
 		bad_note(ctx, "connection 1 failed: %d", err);
 	else
-		v = bad_hb_then_closed(ctx, p, 1, RTRS_HB_MSG_IMM);
+		v = bad_imm_then_closed(ctx, p, 1, imm_hb_msg(p));
 	bad_path_free(p);
 	return v;
 }
 
-/* All connections, no INFO exchange yet. */
-static enum bad_verdict bad_run_hb_before_info(struct bad_ctx *ctx,
-					       const struct bad_case *c)
+/* All connections, no INFO exchange yet, then an IMM made from the path. */
+static enum bad_verdict bad_run_early_imm(struct bad_ctx *ctx,
+					  unsigned int cid,
+					  u32 (*imm)(struct bad_path *p))
 {
 	enum bad_verdict v = BAD_FAIL;
 	struct bad_path *p;
@@ -893,72 +910,25 @@ static enum bad_verdict bad_run_hb_before_info(struct bad_ctx *ctx,
 	if (err)
 		bad_note(ctx, "could not connect: %d", err);
 	else
-		v = bad_hb_then_closed(ctx, p, 0, RTRS_HB_MSG_IMM);
+		v = bad_imm_then_closed(ctx, p, cid, imm(p));
 	bad_path_free(p);
 	return v;
 }
 
-/* A path up, a heartbeat or its answer on the IO connection. */
-static enum bad_verdict bad_run_hb_io_con(struct bad_ctx *ctx, u32 type)
+static enum bad_verdict bad_run_hb_before_info(struct bad_ctx *ctx,
+					       const struct bad_case *c)
 {
-	enum bad_verdict v;
-	struct bad_path *p;
-
-	p = bad_case_path_up(ctx);
-	if (!p)
-		return BAD_FAIL;
-	v = bad_hb_then_closed(ctx, p, 1, type);
-	bad_path_free(p);
-	return v;
-}
-
-static enum bad_verdict bad_run_hb_msg_io_con(struct bad_ctx *ctx,
-					      const struct bad_case *c)
-{
-	return bad_run_hb_io_con(ctx, RTRS_HB_MSG_IMM);
-}
-
-static enum bad_verdict bad_run_hb_ack_io_con(struct bad_ctx *ctx,
-					      const struct bad_case *c)
-{
-	return bad_run_hb_io_con(ctx, RTRS_HB_ACK_IMM);
-}
-
-/* IO IMMs of a path without a session yet, or up */
-
-static enum bad_verdict bad_imm_then_closed(struct bad_ctx *ctx,
-					    struct bad_path *p, u32 imm)
-{
-	int err = bad_path_post_io(p, 0, NULL, 0, imm);
-
-	if (err) {
-		bad_note(ctx, "could not send the IMM: %d", err);
-		return BAD_FAIL;
-	}
-	return bad_expect_closed(ctx, p);
+	return bad_run_early_imm(ctx, 0, imm_hb_msg);
 }
 
 static enum bad_verdict bad_run_io_before_info(struct bad_ctx *ctx,
 					       const struct bad_case *c)
 {
-	enum bad_verdict v = BAD_FAIL;
-	struct bad_path *p;
-	int err;
-
-	p = bad_case_path(ctx);
-	if (!p)
-		return BAD_FAIL;
-	err = bad_path_connect(p);
-	if (err)
-		bad_note(ctx, "could not connect: %d", err);
-	else
-		v = bad_imm_then_closed(ctx, p, bad_io_imm(p, 0, 0));
-	bad_path_free(p);
-	return v;
+	return bad_run_early_imm(ctx, 1, imm_first_chunk);
 }
 
-/* The IMM of a path up, made from the path. */
-static enum bad_verdict bad_run_imm(struct bad_ctx *ctx,
+/* A path up, then an IMM made from the path on connection @cid. */
+static enum bad_verdict bad_run_imm(struct bad_ctx *ctx, unsigned int cid,
 				    u32 (*imm)(struct bad_path *p))
 {
 	enum bad_verdict v;
@@ -967,9 +937,22 @@ static enum bad_verdict bad_run_imm(struct bad_ctx *ctx,
 	p = bad_case_path_up(ctx);
 	if (!p)
 		return BAD_FAIL;
-	v = bad_imm_then_closed(ctx, p, imm(p));
+	v = bad_imm_then_closed(ctx, p, cid, imm(p));
 	bad_path_free(p);
 	return v;
+}
+
+/* Heartbeats and their answers belong on connection 0. */
+static enum bad_verdict bad_run_hb_msg_io_con(struct bad_ctx *ctx,
+					      const struct bad_case *c)
+{
+	return bad_run_imm(ctx, 1, imm_hb_msg);
+}
+
+static enum bad_verdict bad_run_hb_ack_io_con(struct bad_ctx *ctx,
+					      const struct bad_case *c)
+{
+	return bad_run_imm(ctx, 1, imm_hb_ack);
 }
 
 static u32 imm_chunk_beyond(struct bad_path *p)
@@ -989,7 +972,7 @@ static enum bad_verdict bad_run_chunk_beyond(struct bad_ctx *ctx,
 			 ctx->shared->queue_depth);
 		return BAD_SKIP;
 	}
-	return bad_run_imm(ctx, imm_chunk_beyond);
+	return bad_run_imm(ctx, 1, imm_chunk_beyond);
 }
 
 static u32 imm_unknown_type(struct bad_path *p)
@@ -1000,7 +983,7 @@ static u32 imm_unknown_type(struct bad_path *p)
 static enum bad_verdict bad_run_imm_unknown(struct bad_ctx *ctx,
 					    const struct bad_case *c)
 {
-	return bad_run_imm(ctx, imm_unknown_type);
+	return bad_run_imm(ctx, 1, imm_unknown_type);
 }
 
 static u32 imm_rsp_type(struct bad_path *p)
@@ -1011,29 +994,39 @@ static u32 imm_rsp_type(struct bad_path *p)
 static enum bad_verdict bad_run_imm_rsp(struct bad_ctx *ctx,
 					const struct bad_case *c)
 {
-	return bad_run_imm(ctx, imm_rsp_type);
+	return bad_run_imm(ctx, 1, imm_rsp_type);
+}
+
+/* 64 bytes RDMA-written at @addr with @rkey: the server must close. */
+static enum bad_verdict bad_raw_then_closed(struct bad_ctx *ctx,
+					    struct bad_path *p, u64 addr,
+					    u32 rkey)
+{
+	int err;
+
+	memset(ctx->buf, 0x5a, 64);
+	err = bad_path_post_raw(p, addr, rkey, ctx->buf, 64);
+	if (err) {
+		bad_note(ctx, "could not post the write: %d", err);
+		return BAD_FAIL;
+	}
+	return bad_expect_closed(ctx, p);
 }
 
 /* An RDMA WRITE that runs over the end of the last chunk. */
 static enum bad_verdict bad_run_write_past_chunk(struct bad_ctx *ctx,
 						 const struct bad_case *c)
 {
-	enum bad_verdict v = BAD_FAIL;
 	struct bad_chunk *last;
+	enum bad_verdict v;
 	struct bad_path *p;
-	int err;
 
 	p = bad_case_path_up(ctx);
 	if (!p)
 		return BAD_FAIL;
 	last = &p->chunks[p->queue_depth - 1];
-	memset(ctx->buf, 0x5a, 64);
-	err = bad_path_post_raw(p, last->addr + p->chunk_size - 16, last->rkey,
-				ctx->buf, 64);
-	if (err)
-		bad_note(ctx, "could not post the write: %d", err);
-	else
-		v = bad_expect_closed(ctx, p);
+	v = bad_raw_then_closed(ctx, p, last->addr + p->chunk_size - 16,
+				last->rkey);
 	bad_path_free(p);
 	return v;
 }
@@ -1046,11 +1039,10 @@ static enum bad_verdict bad_run_write_other_sess(struct bad_ctx *ctx,
 						 const struct bad_case *c)
 {
 	struct bad_path *shared = ctx->shared;
-	enum bad_verdict v = BAD_FAIL;
 	struct bad_chunk target;
 	unsigned long flags;
+	enum bad_verdict v;
 	struct bad_path *p;
-	int err;
 
 	p = bad_case_path_up(ctx);
 	if (!p)
@@ -1058,12 +1050,7 @@ static enum bad_verdict bad_run_write_other_sess(struct bad_ctx *ctx,
 	spin_lock_irqsave(&shared->lock, flags);
 	target = shared->chunks[shared->next_chunk];
 	spin_unlock_irqrestore(&shared->lock, flags);
-	memset(ctx->buf, 0x5a, 64);
-	err = bad_path_post_raw(p, target.addr, target.rkey, ctx->buf, 64);
-	if (err)
-		bad_note(ctx, "could not post the write: %d", err);
-	else
-		v = bad_expect_closed(ctx, p);
+	v = bad_raw_then_closed(ctx, p, target.addr, target.rkey);
 	bad_path_free(p);
 	return v;
 }

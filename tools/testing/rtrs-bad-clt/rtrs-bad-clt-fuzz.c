@@ -95,12 +95,18 @@ static int fz_fail(struct fz *f, const char *what, int err)
 	return -EIO;
 }
 
+/* The name of the next session, which counts as a path opened. */
+static void fz_next_name(struct fz *f, char *name, size_t len)
+{
+	snprintf(name, len, FZ_SESSNAME "-%u", ++f->seq);
+	f->st->paths++;
+}
+
 static struct bad_path *fz_path_alloc(struct fz *f)
 {
 	char name[NAME_MAX];
 
-	snprintf(name, sizeof(name), FZ_SESSNAME "-%u", ++f->seq);
-	f->st->paths++;
+	fz_next_name(f, name, sizeof(name));
 	return bad_path_alloc(f->t, name);
 }
 
@@ -241,8 +247,7 @@ static int fz_up_get(struct fz *f)
 	if (f->up && !bad_path_broken(f->up))
 		return 0;
 	fz_up_put(f);
-	snprintf(name, sizeof(name), FZ_SESSNAME "-%u", ++f->seq);
-	f->st->paths++;
+	fz_next_name(f, name, sizeof(name));
 	f->st->msgs += BAD_CLT_CONS + 1;
 	p = bad_path_up(f->t, name);
 	if (IS_ERR(p))
