@@ -11,6 +11,7 @@
 # must ask for as many polled queues; nr_poll_queues=-1 is one per CPU.
 #
 # rnbd-vm: topology=one
+# rnbd-vm: timeout=1200
 
 . "$(dirname "$0")/lib.sh"
 
@@ -257,24 +258,30 @@ busy() {
 # suspended) with requests in flight on those paths, then the paths
 # disconnected: with the disk stopped, the only way out for their
 # requests is to fail over, and they wait on the others until the disk
-# goes on.
+# goes on.  A disconnect returns once the path is closed, when no answer
+# can come on it any more: the disk goes on at once, before the requests
+# waiting on the other paths are old enough for the client to close those
+# too (30 s: a loaded debug kernel can take that long to close a path).
 cut_unanswered() {
-	local fo rc=0
+	local fo stopped rc=0
 
 	fo=$(failovers)
 	dmsetup suspend --nolockfs "$DM" || return 1
+	stopped=$(date +%s)
 	if ! rnbd_wait 60 busy "$1"; then
 		echo "paths $1: no request in flight in 60 s"
 		rc=1
 	elif ! disconnect "$1"; then
 		rc=1
-	elif ! rnbd_wait 60 failed_over_since "$fo"; then
-		echo "paths $1: no request failed over"
-		rc=1
 	fi
 	dmsetup resume "$DM" || return 1
+	echo "paths $1 cut: the disk stopped for $(($(date +%s) - stopped)) s"
+	[ $rc -eq 0 ] || return 1
+	if ! rnbd_wait 60 failed_over_since "$fo"; then
+		echo "paths $1: no request failed over"
+		return 1
+	fi
 	echo "paths $1 cut: $(($(failovers) - fo)) requests in flight failed over"
-	return $rc
 }
 
 # path_cycle "PATH...": those paths disconnected, the IO goes on or waits
