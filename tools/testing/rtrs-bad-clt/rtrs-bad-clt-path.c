@@ -95,12 +95,19 @@ static void bad_path_unexpected(struct bad_path *p, const char *what, u32 val)
 
 static void bad_rsp_imm(struct bad_path *p, u32 payload)
 {
+	u32 id = rtrs_io_rsp_msg_id(payload);
 	unsigned long flags;
 
 	spin_lock_irqsave(&p->lock, flags);
-	p->rsp_id = rtrs_io_rsp_msg_id(payload);
+	p->rsp_id = id;
 	p->rsp_errno = rtrs_io_rsp_errno(payload);
-	p->rsp_cnt++;
+	/* 0 means no response yet in a chunk's rsp_seq. */
+	if (!++p->rsp_cnt)
+		p->rsp_cnt++;
+	if (p->chunks && id < p->queue_depth) {
+		p->chunks[id].rsp_seq = p->rsp_cnt;
+		p->chunks[id].rsp_errno = p->rsp_errno;
+	}
 	spin_unlock_irqrestore(&p->lock, flags);
 	wake_up(&p->wq);
 }
@@ -313,11 +320,13 @@ static int bad_con_rejected(struct bad_con *con, struct rdma_cm_event *ev)
 	return -ECONNREFUSED;
 }
 
-static void bad_path_mark_closed(struct bad_path *p)
+static void bad_con_mark_closed(struct bad_con *con)
 {
+	struct bad_path *p = con_to_path(&con->c);
 	unsigned long flags;
 
 	spin_lock_irqsave(&p->lock, flags);
+	con->closed = true;
 	p->closed = true;
 	spin_unlock_irqrestore(&p->lock, flags);
 	wake_up(&p->wq);
@@ -327,7 +336,7 @@ static void bad_path_mark_closed(struct bad_path *p)
 static void bad_cm_finish(struct bad_con *con, int err)
 {
 	if (con->cm_finished) {
-		bad_path_mark_closed(con_to_path(&con->c));
+		bad_con_mark_closed(con);
 		return;
 	}
 	con->cm_finished = true;
@@ -403,9 +412,24 @@ static int bad_path_setup_admin(struct bad_path *p)
 int bad_con_connect(struct bad_path *p, unsigned int cid,
 		    const struct rtrs_msg_conn_req *req)
 {
+	return bad_con_connect_start(p, cid, req) ?:
+	       bad_con_connect_wait(p, cid);
+}
+
+/**
+ * bad_con_connect_start() - start to connect, as bad_con_connect()
+ * @p: the path
+ * @cid: the connection
+ * @req: what to send, as is
+ *
+ * Return: 0 when started: bad_con_connect_wait() says how it ended; else
+ * a negative errno.
+ */
+int bad_con_connect_start(struct bad_path *p, unsigned int cid,
+			  const struct rtrs_msg_conn_req *req)
+{
 	struct bad_con *con = &p->bad_cons[cid];
 	struct rdma_cm_id *cm_id;
-	int err;
 
 	con->req = *req;
 	cm_id = rdma_create_id(&init_net, bad_cm_handler, con,
@@ -414,11 +438,22 @@ int bad_con_connect(struct bad_path *p, unsigned int cid,
 	if (IS_ERR(cm_id))
 		return PTR_ERR(cm_id);
 	con->c.cm_id = cm_id;
-	err = rdma_resolve_addr(cm_id, (struct sockaddr *)&p->s.src_addr,
-				(struct sockaddr *)&p->s.dst_addr,
-				p->t->timeout_ms);
-	if (err)
-		return err;
+	return rdma_resolve_addr(cm_id, (struct sockaddr *)&p->s.src_addr,
+				 (struct sockaddr *)&p->s.dst_addr,
+				 p->t->timeout_ms);
+}
+
+/**
+ * bad_con_connect_wait() - wait for a connect bad_con_connect_start() began
+ * @p: the path
+ * @cid: the connection
+ *
+ * Return: as bad_con_connect().
+ */
+int bad_con_connect_wait(struct bad_path *p, unsigned int cid)
+{
+	struct bad_con *con = &p->bad_cons[cid];
+
 	if (!wait_for_completion_timeout(&con->cm_done,
 					 msecs_to_jiffies(3 * p->t->timeout_ms)))
 		return -ETIMEDOUT;
@@ -569,12 +604,16 @@ u32 bad_io_imm(struct bad_path *p, u32 chunk, u32 off)
 	return rtrs_imm(RTRS_IO_REQ_IMM, chunk << p->mem_bits | off);
 }
 
-/* The next chunk to use, in turn. */
+/* The next chunk to use, in turn; two senders may take them at once. */
 u32 bad_path_take_chunk(struct bad_path *p)
 {
-	u32 id = p->next_chunk;
+	unsigned long flags;
+	u32 id;
 
+	spin_lock_irqsave(&p->lock, flags);
+	id = p->next_chunk;
 	p->next_chunk = (id + 1) % p->queue_depth;
+	spin_unlock_irqrestore(&p->lock, flags);
 	return id;
 }
 
@@ -768,6 +807,57 @@ int bad_path_wait_rsp(struct bad_path *p, unsigned int seen,
 	return err;
 }
 
+/**
+ * bad_path_chunk_answered() - has a request in a chunk been answered?
+ * @p: the path
+ * @chunk: the chunk the request went into, below the queue depth
+ * @seen: bad_path_rsp_cnt() before the request was posted
+ *
+ * Return: true once its response came.
+ */
+bool bad_path_chunk_answered(struct bad_path *p, u32 chunk, unsigned int seen)
+{
+	unsigned long flags;
+	bool answered;
+
+	spin_lock_irqsave(&p->lock, flags);
+	answered = p->chunks[chunk].rsp_seq &&
+		   (int)(p->chunks[chunk].rsp_seq - seen) > 0;
+	spin_unlock_irqrestore(&p->lock, flags);
+	return answered;
+}
+
+/**
+ * bad_path_wait_chunk() - wait for the response to a request in a chunk
+ * @p: the path
+ * @chunk: the chunk the request went into, below the queue depth
+ * @seen: bad_path_rsp_cnt() before the request was posted
+ * @errno: the response's errno
+ *
+ * For requests in flight side by side, where the next response may be
+ * another's.  A READ's data is in @p->rbuf, where its request said.
+ *
+ * Return: 0 with @errno set, -ECONNRESET when the path broke first,
+ * -ETIMEDOUT when nothing came.
+ */
+int bad_path_wait_chunk(struct bad_path *p, u32 chunk, unsigned int seen,
+			int *errno)
+{
+	unsigned long flags;
+
+	wait_event_timeout(p->wq, bad_path_chunk_answered(p, chunk, seen) ||
+			   bad_path_broken(p),
+			   msecs_to_jiffies(p->t->timeout_ms));
+	if (!bad_path_chunk_answered(p, chunk, seen))
+		return bad_path_broken(p) ? -ECONNRESET : -ETIMEDOUT;
+	spin_lock_irqsave(&p->lock, flags);
+	*errno = p->chunks[chunk].rsp_errno;
+	spin_unlock_irqrestore(&p->lock, flags);
+	ib_dma_sync_single_for_cpu(p->dev.ib_dev, p->rbuf->dma_addr,
+				   p->rbuf->size, DMA_FROM_DEVICE);
+	return 0;
+}
+
 /* Has the server disconnected the path, or a work request failed? */
 bool bad_path_broken(struct bad_path *p)
 {
@@ -785,6 +875,28 @@ int bad_path_wait_closed(struct bad_path *p)
 	return wait_event_timeout(p->wq, READ_ONCE(p->closed),
 				  msecs_to_jiffies(p->t->timeout_ms)) ?
 		0 : -ETIMEDOUT;
+}
+
+/**
+ * bad_con_wait_closed() - wait for one connection to go down
+ * @p: the path
+ * @cid: the connection, established
+ *
+ * A server that destroys a connection before it saw it established sends
+ * a reject the client's CM ignores by then: only a work request that finds
+ * no peer tells.  Post one first to learn of that too.
+ *
+ * Return: 0 when it went down, -EPIPE when a work request of the path
+ * failed, -ETIMEDOUT when neither came.
+ */
+int bad_con_wait_closed(struct bad_path *p, unsigned int cid)
+{
+	wait_event_timeout(p->wq, READ_ONCE(p->bad_cons[cid].closed) ||
+			   READ_ONCE(p->wc_err),
+			   msecs_to_jiffies(p->t->timeout_ms));
+	if (READ_ONCE(p->bad_cons[cid].closed))
+		return 0;
+	return READ_ONCE(p->wc_err) ? -EPIPE : -ETIMEDOUT;
 }
 
 /* Path lifetime */

@@ -47,6 +47,7 @@ struct bad_target {
  * @reject_errno: the errno of the server's reject, made positive; 0 if
  *		  none came, negative if the server sent a positive one
  * @established: ESTABLISHED was seen
+ * @closed: an event after @cm_done took it down; under the path's lock
  * @rx: receives for the server's IMMs and RKEY_RSPs
  */
 struct bad_con {
@@ -57,6 +58,7 @@ struct bad_con {
 	int cm_err;
 	int reject_errno;
 	bool established;
+	bool closed;
 	struct rtrs_iu *rx[BAD_CLT_RX];
 };
 
@@ -64,10 +66,14 @@ struct bad_con {
  * struct bad_chunk - a chunk of the server, as INFO_RSP and RKEY_RSP say
  * @addr: its address
  * @rkey: its current rkey
+ * @rsp_seq: the path's @rsp_cnt that its last response made, 0 if none
+ * @rsp_errno: the errno of that response
  */
 struct bad_chunk {
 	u64 addr;
 	u32 rkey;
+	unsigned int rsp_seq;
+	int rsp_errno;
 };
 
 /**
@@ -81,15 +87,16 @@ struct bad_chunk {
  * @bad_cons: the connections
  * @con_ptrs: @s.con, pointing into @bad_cons
  * @wq: woken on a response, an INFO_RSP and when the path breaks
- * @lock: protects @rsp_cnt, @rsp_id, @rsp_errno, @chunks' rkeys,
- *	  @info_done, @info_err, @tx_busy, @closed, @wc_err and @unexpected
+ * @lock: protects @rsp_cnt, @rsp_id, @rsp_errno, @chunks' rkeys and
+ *	  responses, @info_done, @info_err, @tx_busy, @closed, @wc_err,
+ *	  @unexpected and @next_chunk
  * @rsp_cnt: responses received
  * @rsp_id: chunk of the last response
  * @rsp_errno: errno of the last response
  * @info_done: INFO_RSP came
  * @info_err: it was not one this client can use
  * @tx_busy: @tx is in a work request not completed yet
- * @closed: the server disconnected a connection of the path
+ * @closed: a connection of the path went down after it was established
  * @wc_err: status of a failed work request (not a flush), else 0
  * @unexpected: what the server sent that this client does not expect
  * @imm_inflight: bare IMMs posted and not completed yet
@@ -190,6 +197,9 @@ void bad_conn_req_init(struct bad_path *p, struct rtrs_msg_conn_req *req,
 		       unsigned int cid);
 int bad_con_connect(struct bad_path *p, unsigned int cid,
 		    const struct rtrs_msg_conn_req *req);
+int bad_con_connect_start(struct bad_path *p, unsigned int cid,
+			  const struct rtrs_msg_conn_req *req);
+int bad_con_connect_wait(struct bad_path *p, unsigned int cid);
 int bad_path_connect(struct bad_path *p);
 int bad_path_send(struct bad_path *p, unsigned int cid, const void *msg,
 		  size_t len);
@@ -197,6 +207,7 @@ int bad_path_info(struct bad_path *p);
 struct bad_path *bad_path_up(const struct bad_target *t, const char *sessname);
 bool bad_path_broken(struct bad_path *p);
 int bad_path_wait_closed(struct bad_path *p);
+int bad_con_wait_closed(struct bad_path *p, unsigned int cid);
 u32 bad_path_take_chunk(struct bad_path *p);
 int bad_path_post_io(struct bad_path *p, u32 chunk, const void *buf,
 		     size_t len, u32 imm);
@@ -208,6 +219,9 @@ int bad_path_post_raw(struct bad_path *p, u64 addr, u32 rkey,
 		      const void *buf, size_t len);
 int bad_path_wait_rsp(struct bad_path *p, unsigned int seen,
 		      struct bad_rsp *rsp);
+bool bad_path_chunk_answered(struct bad_path *p, u32 chunk, unsigned int seen);
+int bad_path_wait_chunk(struct bad_path *p, u32 chunk, unsigned int seen,
+			int *errno);
 unsigned int bad_path_rsp_cnt(struct bad_path *p);
 u32 bad_io_imm(struct bad_path *p, u32 chunk, u32 off);
 
