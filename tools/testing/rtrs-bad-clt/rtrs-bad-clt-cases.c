@@ -841,6 +841,98 @@ static enum bad_verdict bad_run_info_early(struct bad_ctx *ctx,
 	return v;
 }
 
+/*
+ * Paths whose connection 1 joins while the server closes them, and the
+ * step of the delay between the start of its connect and the disconnect
+ * of connection 0: the later the disconnect, the likelier the server has
+ * taken connection 1 by then.
+ */
+#define BAD_JOIN_ROUNDS		16
+#define BAD_JOIN_STEP_US	250
+
+/* How connection 1 of a path that closed ended. */
+enum bad_join {
+	BAD_JOIN_REFUSED,
+	BAD_JOIN_CLOSED,
+	/* a heartbeat on it found no peer: the server rejected it late */
+	BAD_JOIN_GONE,
+	BAD_JOIN_ENDS,
+};
+
+/*
+ * Connection 1 of a path starts to connect, and connection 0 disconnects
+ * @delay_us later: the server, closing the path, refuses connection 1 or
+ * takes it and closes it with the path.  If it stays up, a heartbeat on it
+ * must find it gone, or make the server close it: a server that kept it
+ * sees a malformed message of a closing path.  How it ended, or -1 with a
+ * note.
+ */
+static int bad_join_closing_path(struct bad_ctx *ctx, unsigned int delay_us)
+{
+	struct rtrs_msg_conn_req req;
+	struct bad_path *p;
+	int err, ret = -1;
+
+	p = bad_case_path(ctx);
+	if (!p)
+		return -1;
+	bad_conn_req_init(p, &req, 0);
+	err = bad_con_connect(p, 0, &req);
+	if (err) {
+		bad_note(ctx, "connection 0 failed: %d", err);
+		goto out;
+	}
+	bad_conn_req_init(p, &req, 1);
+	err = bad_con_connect_start(p, 1, &req);
+	if (err) {
+		bad_note(ctx, "connection 1 did not start: %d", err);
+		goto out;
+	}
+	usleep_range(delay_us, delay_us + 10);
+	rdma_disconnect(p->bad_cons[0].c.cm_id);
+	err = bad_con_connect_wait(p, 1);
+	if (err == -ECONNREFUSED) {
+		ret = BAD_JOIN_REFUSED;
+		goto out;
+	}
+	if (err) {
+		bad_note(ctx, "connection 1 failed: %d", err);
+		goto out;
+	}
+	err = bad_con_post_imm(p, 1, rtrs_imm(RTRS_HB_MSG_IMM, 0));
+	if (err) {
+		bad_note(ctx, "could not send the heartbeat: %d", err);
+		goto out;
+	}
+	err = bad_con_wait_closed(p, 1);
+	if (err == -ETIMEDOUT)
+		bad_note(ctx, "connection 1 joined the closing path and stayed up %u ms",
+			 ctx->t.timeout_ms);
+	else
+		ret = err ? BAD_JOIN_GONE : BAD_JOIN_CLOSED;
+out:
+	bad_path_free(p);
+	return ret;
+}
+
+static enum bad_verdict bad_run_join_closing(struct bad_ctx *ctx,
+					     const struct bad_case *c)
+{
+	unsigned int round, ends[BAD_JOIN_ENDS] = {};
+	int end;
+
+	for (round = 0; round < BAD_JOIN_ROUNDS; round++) {
+		end = bad_join_closing_path(ctx, round * BAD_JOIN_STEP_US);
+		if (end < 0)
+			return BAD_FAIL;
+		ends[end]++;
+	}
+	bad_note(ctx, "%u paths: connection 1 refused in %u, closed with it in %u, gone in %u",
+		 round, ends[BAD_JOIN_REFUSED], ends[BAD_JOIN_CLOSED],
+		 ends[BAD_JOIN_GONE]);
+	return BAD_PASS;
+}
+
 /* Bare IMMs: heartbeats and requests, before the path is up or after */
 
 /* A bare IMM on connection @cid, and the server must close the path. */
@@ -1588,6 +1680,9 @@ static const struct bad_case bad_cases[] = {
 	INFO("info-name-control-char", m_info_control),
 	CLOSE("info-duplicate-sessname", bad_run_dup_sessname),
 	CLOSE("info-before-all-connections", bad_run_info_early),
+	{ .name = "conn-joins-closing-path",
+	  .expect = "connection refused, or closed with its path",
+	  .run = bad_run_join_closing },
 	CLOSE("hb-without-admin-connection", bad_run_hb_no_admin),
 	CLOSE("hb-before-info", bad_run_hb_before_info),
 	CLOSE("hb-on-io-connection", bad_run_hb_msg_io_con),
