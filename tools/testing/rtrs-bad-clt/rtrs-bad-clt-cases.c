@@ -20,6 +20,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cpumask.h>
 #include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/ioprio.h>
@@ -29,6 +30,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
 
 #include "rnbd-proto.h"
 #include "rtrs-bad-clt.h"
@@ -144,12 +146,11 @@ bad_req_write(struct bad_ctx *ctx, struct bad_req *r, const void *data,
 	return w;
 }
 
-/* user header, READ trailer with one descriptor of @rlen bytes of rbuf */
+/* user header, READ trailer with one descriptor of @rlen bytes of @p's rbuf */
 static struct rtrs_msg_rdma_read *
-bad_req_read(struct bad_ctx *ctx, struct bad_req *r, const void *usr,
-	     size_t usr_len, u32 rlen)
+bad_req_read_on(struct bad_ctx *ctx, struct bad_path *p, struct bad_req *r,
+		const void *usr, size_t usr_len, u32 rlen)
 {
-	struct bad_path *p = ctx->shared;
 	struct rtrs_msg_rdma_read *m;
 
 	r->buf = ctx->buf;
@@ -165,6 +166,14 @@ bad_req_read(struct bad_ctx *ctx, struct bad_req *r, const void *usr,
 	r->off = usr_len;
 	r->len = usr_len + struct_size(m, desc, 1);
 	return m;
+}
+
+/* As bad_req_read_on(), for the shared session. */
+static struct rtrs_msg_rdma_read *
+bad_req_read(struct bad_ctx *ctx, struct bad_req *r, const void *usr,
+	     size_t usr_len, u32 rlen)
+{
+	return bad_req_read_on(ctx, ctx->shared, r, usr, usr_len, rlen);
 }
 
 /* Send @r in a chunk of the shared session and wait for its response. */
@@ -1596,6 +1605,236 @@ static enum bad_verdict bad_run_reopen(struct bad_ctx *ctx,
 }
 
 /*
+ * Rounds of the OPEN against CLOSE race, CLOSEs sent in each, and the
+ * step of the gap between two CLOSEs, wider each round.
+ */
+#define BAD_RACE_ROUNDS		16
+#define BAD_RACE_CLOSES		24
+#define BAD_RACE_GAP_US		25
+
+/**
+ * struct bad_sent - a request in flight beside others
+ * @chunk: the chunk it went into
+ * @seen: the path's responses before it went
+ */
+struct bad_sent {
+	u32 chunk;
+	unsigned int seen;
+};
+
+/* Post @r in @p's next chunk on connection @cid, not waiting for it. */
+static int bad_post(struct bad_path *p, unsigned int cid,
+		    const struct bad_req *r, struct bad_sent *sent)
+{
+	sent->chunk = bad_path_take_chunk(p);
+	sent->seen = bad_path_rsp_cnt(p);
+	return bad_con_post_io(p, cid, sent->chunk, r->buf, r->len,
+			       bad_io_imm(p, sent->chunk, r->off));
+}
+
+static int bad_wait_sent(struct bad_path *p, const struct bad_sent *sent,
+			 int *errno)
+{
+	return bad_path_wait_chunk(p, sent->chunk, sent->seen, errno);
+}
+
+/* An OPEN of @device, read-only beside the shared session's writer. */
+static int bad_post_open(struct bad_ctx *ctx, struct bad_path *p,
+			 struct bad_sent *sent)
+{
+	struct rnbd_msg_open m;
+	struct bad_req r;
+
+	bad_rnbd_open_msg(&m, bad_device);
+	m.access_mode = RNBD_ACCESS_RO;
+	bad_req_read_on(ctx, p, &r, &m, sizeof(m),
+			sizeof(struct rnbd_msg_open_rsp));
+	return bad_post(p, 1, &r, sent);
+}
+
+/**
+ * struct bad_race - CLOSEs that go while an OPEN is served
+ * @work: sends their IMMs from another CPU than the OPEN's
+ * @p: the path
+ * @off: the trailer's offset in each CLOSE's chunk
+ * @gap_us: between two IMMs
+ * @close: the CLOSEs, written into their chunks beforehand
+ * @n: how many IMMs went; the work's until it is flushed
+ * @err: why one could not go, else 0
+ */
+struct bad_race {
+	struct work_struct work;
+	struct bad_path *p;
+	u32 off;
+	unsigned int gap_us;
+	struct bad_sent close[BAD_RACE_CLOSES];
+	unsigned int n;
+	int err;
+};
+
+/* Each CLOSE is in its chunk already: an IMM each, not waiting. */
+static void bad_race_closes(struct work_struct *work)
+{
+	struct bad_race *r = container_of(work, struct bad_race, work);
+	unsigned int i;
+	int err = 0;
+
+	for (i = 0; i < BAD_RACE_CLOSES && !err; i++) {
+		r->close[i].seen = bad_path_rsp_cnt(r->p);
+		err = bad_con_post_imm(r->p, 0, bad_io_imm(r->p,
+							   r->close[i].chunk,
+							   r->off));
+		/* The OPEN goes once the first CLOSE has. */
+		smp_store_release(&r->n, i + 1);
+		udelay(r->gap_us);
+	}
+	r->err = err;
+}
+
+static void bad_close_req(struct bad_ctx *ctx, struct bad_req *r, u32 id)
+{
+	struct rnbd_msg_close m = {
+		.hdr.type = cpu_to_le16(RNBD_MSG_CLOSE),
+		.device_id = cpu_to_le32(id),
+	};
+
+	bad_req_write(ctx, r, NULL, 0, &m, sizeof(m));
+}
+
+/* The CLOSE of @id written into a chunk for each IMM to come. */
+static int bad_race_stage(struct bad_ctx *ctx, struct bad_race *r, u32 id)
+{
+	struct bad_path *p = r->p;
+	struct bad_req req;
+	unsigned int i;
+	int err = 0;
+
+	bad_close_req(ctx, &req, id);
+	r->off = req.off;
+	for (i = 0; i < BAD_RACE_CLOSES && !err; i++) {
+		struct bad_chunk chunk;
+
+		r->close[i].chunk = bad_path_take_chunk(p);
+		spin_lock_irq(&p->lock);
+		chunk = p->chunks[r->close[i].chunk];
+		spin_unlock_irq(&p->lock);
+		err = bad_path_post_raw(p, chunk.addr, chunk.rkey, req.buf,
+					req.len);
+	}
+	return err ?: bad_path_wait_sent(p);
+}
+
+/*
+ * The CLOSEs' IMMs from another CPU, and the OPEN among them: Soft-RoCE
+ * hands a message to the server on the CPU that sent it, where the
+ * server's completion work then runs, so that the OPEN and the CLOSEs are
+ * served side by side.
+ */
+static int bad_race_go(struct bad_ctx *ctx, struct bad_race *r,
+		       struct bad_sent *open)
+{
+	unsigned int cpu, other;
+	int err;
+
+	INIT_WORK_ONSTACK(&r->work, bad_race_closes);
+	cpu = get_cpu();
+	other = cpumask_next(cpu, cpu_online_mask);
+	if (other >= nr_cpu_ids)
+		other = cpumask_first(cpu_online_mask);
+	put_cpu();
+	queue_work_on(other, system_highpri_wq, &r->work);
+	/* Pairs with the work's release: the first IMM has gone. */
+	while (!smp_load_acquire(&r->n))
+		usleep_range(10, 20);
+	err = bad_post_open(ctx, r->p, open);
+	flush_work(&r->work);
+	destroy_work_on_stack(&r->work);
+	return err ?: r->err;
+}
+
+/*
+ * One round: CLOSEs of the id an OPEN is to get on the admin connection,
+ * and the OPEN on the IO connection after the first.  The CLOSEs that come
+ * before the device is set up find nothing; one that comes after closes
+ * it.  Then a last CLOSE must find the device where the answers say it
+ * is.  The number of CLOSEs that closed it, or -1 with a note; @missed
+ * counts those that found nothing (a connection's requests are served in
+ * order).
+ */
+static int bad_race_round(struct bad_ctx *ctx, struct bad_path *p, u32 id,
+			  unsigned int gap_us, unsigned int *missed)
+{
+	struct bad_race race = { .p = p, .gap_us = gap_us };
+	const struct rnbd_msg_open_rsp *rsp = p->rbuf->buf;
+	struct bad_sent open, last;
+	struct bad_req req;
+	unsigned int i;
+	int err, e, closed = 0;
+
+	err = bad_race_stage(ctx, &race, id) ?:
+	      bad_race_go(ctx, &race, &open) ?: bad_wait_sent(p, &open, &e);
+	if (err || e) {
+		bad_note(ctx, "id %u: OPEN failed: %d", id, err ?: e);
+		return -1;
+	}
+	if (le16_to_cpu(rsp->hdr.type) != RNBD_MSG_OPEN_RSP ||
+	    le32_to_cpu(rsp->device_id) != id) {
+		bad_note(ctx, "OPEN gave device %u, not the next id %u",
+			 le32_to_cpu(rsp->device_id), id);
+		return -1;
+	}
+	for (i = 0; i < race.n; i++) {
+		err = bad_wait_sent(p, &race.close[i], &e);
+		if (err || (e && e != -EINVAL)) {
+			bad_note(ctx, "id %u: CLOSE %u of %u failed: %d", id,
+				 i + 1, race.n, err ?: e);
+			return -1;
+		}
+		closed += !e;
+		*missed += !closed;
+	}
+	bad_close_req(ctx, &req, id);
+	err = bad_post(p, 0, &req, &last) ?: bad_wait_sent(p, &last, &e);
+	if (closed > 1 || err || e != (closed ? -EINVAL : 0)) {
+		bad_note(ctx, "id %u: %d of %u CLOSEs closed it, then a CLOSE answered %d",
+			 id, closed, race.n, err ?: e);
+		return -1;
+	}
+	return closed;
+}
+
+/*
+ * A session opens a device while it sends CLOSEs of the id the device is
+ * to get (ids go in order): none may find the device before the OPEN
+ * has set it up, and the device is closed once at most.
+ */
+static enum bad_verdict bad_run_close_while_open(struct bad_ctx *ctx,
+						 const struct bad_case *c)
+{
+	unsigned int round, missed = 0;
+	enum bad_verdict v = BAD_PASS;
+	struct bad_path *p;
+	int closed;
+
+	p = bad_case_path_up(ctx);
+	if (!p)
+		return BAD_FAIL;
+	for (round = 0; round < BAD_RACE_ROUNDS; round++) {
+		closed = bad_race_round(ctx, p, round,
+					(round + 1) * BAD_RACE_GAP_US, &missed);
+		if (closed < 0) {
+			v = BAD_FAIL;
+			break;
+		}
+	}
+	if (v == BAD_PASS)
+		bad_note(ctx, "%u rounds, %u CLOSEs found no device yet",
+			 round, missed);
+	bad_path_free(p);
+	return v;
+}
+
+/*
  * SESS_INFO into a READ buffer of a block, in a chunk whose last request
  * wrote a block of 0xa5: what the server sends beyond its answer must not
  * be what that request left there.
@@ -1737,6 +1976,9 @@ static const struct bad_case bad_cases[] = {
 	{ .name = "rnbd-reopen-new-id",
 	  .expect = "a device closed and opened again gets a new id",
 	  .run = bad_run_reopen },
+	{ .name = "rnbd-close-while-open",
+	  .expect = "a CLOSE of an id being opened finds nothing, answers -EINVAL",
+	  .run = bad_run_close_while_open },
 	{ .name = "rnbd-sess-info-no-stale-bytes",
 	  .expect = "answer with no byte of the chunk's last request",
 	  .run = bad_run_stale },
