@@ -14,7 +14,8 @@
 # 3000 on the debug kernel) made from RNBD_TEST_FUZZ_SEED (random; printed,
 # to replay a failure) in at most RNBD_TEST_FUZZ_SECONDS (400; 900): every
 # request must be answered or its path closed, and the shared session must
-# go on serving.
+# go on serving.  Meanwhile, the server's sysfs files of its paths are
+# read over and over, as the fuzzer's paths come and go.
 # A client of ours maps another disk before the cases and must still write
 # and read it after them; no session of the cases may be left on the
 # server, and every module unloads.
@@ -118,14 +119,35 @@ run_case() {
 	esac
 }
 
-# fuzz: the fuzzer's whole count of messages, and its result line.
+# sysfs_reader STOP: reads what the server shows of its paths, as a
+# monitoring tool would, while the fuzzer's paths come and go, until STOP
+# exists; prints how many rounds it read.
+sysfs_reader() {
+	local n=0 srv=/sys/class/rtrs-server
+
+	until [ -e "$1" ]; do
+		cat "$srv"/*/paths/*/{hca_name,hca_port,src_addr,dst_addr} \
+			"$srv"/*/paths/*/stats/* >/dev/null 2>&1
+		n=$((n + 1))
+	done
+	echo "$n"
+}
+
+# fuzz: the fuzzer's whole count of messages, and its result line; the
+# server's sysfs is read all along.
 fuzz() {
-	local result
+	local result stop=/tmp/rnbd-bad-client.stop reads=/tmp/rnbd-bad-client.reads
 
 	[ -n "$SERVER_UP" ] || { echo "not run: the server is not up"; return 1; }
 	echo "to replay: RNBD_TEST_FUZZ_SEED=$FUZZ_SEED RNBD_TEST_FUZZ_COUNT=$FUZZ_COUNT"
+	rm -f "$stop"
+	sysfs_reader "$stop" >"$reads" &
 	echo "$FUZZ_SEED $FUZZ_COUNT $((FUZZ_SECONDS * 1000))" 2>/dev/null \
 		>"$DBG/fuzz"
+	touch "$stop"
+	wait $!
+	echo "the server's sysfs read $(cat "$reads") times meanwhile"
+	rm -f "$stop" "$reads"
 	result=$(cat "$DBG/result")
 	echo "$result"
 	if ! [[ $result =~ ^"pass fuzz: seed $FUZZ_SEED: "([0-9]+)" messages " ]]; then
