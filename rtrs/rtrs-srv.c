@@ -133,6 +133,8 @@ static void rtrs_srv_free_chunks(struct rtrs_srv_sess *srv)
 {
 	unsigned int i;
 
+	if (!srv->chunks)
+		return;
 	for (i = 0; i < srv->queue_depth; i++)
 		if (srv->chunks[i])
 			__free_pages(srv->chunks[i],
@@ -146,24 +148,45 @@ static void rtrs_srv_sess_release(struct device *dev)
 						 dev);
 
 	rtrs_srv_free_chunks(srv);
+	mutex_destroy(&srv->chunks_mutex);
 	kfree(srv);
 }
 
 static int rtrs_srv_alloc_chunks(struct rtrs_srv_sess *srv)
 {
+	struct page **chunks;
 	unsigned int i;
 
-	srv->chunks = kcalloc(srv->queue_depth, sizeof(*srv->chunks),
-			      GFP_KERNEL);
-	if (!srv->chunks)
+	chunks = kcalloc(srv->queue_depth, sizeof(*chunks), GFP_KERNEL);
+	if (!chunks)
 		return -ENOMEM;
 	for (i = 0; i < srv->queue_depth; i++) {
-		srv->chunks[i] = alloc_pages(GFP_KERNEL | __GFP_ZERO,
-					     get_order(rtrs_srv_chunk_size));
-		if (!srv->chunks[i])
-			return -ENOMEM;
+		chunks[i] = alloc_pages(GFP_KERNEL | __GFP_ZERO,
+					get_order(rtrs_srv_chunk_size));
+		if (!chunks[i])
+			break;
 	}
-	return 0;
+	/* Freed with the session even when some are missing. */
+	srv->chunks = chunks;
+	return i < srv->queue_depth ? -ENOMEM : 0;
+}
+
+/*
+ * The session's chunks, made by the first path that goes up: not in the
+ * connection manager's handler, where every other connection request
+ * would wait for them, and not for paths that never go up.
+ */
+static int rtrs_srv_get_chunks(struct rtrs_srv_sess *srv)
+{
+	int err = 0;
+
+	mutex_lock(&srv->chunks_mutex);
+	if (!srv->chunks)
+		err = rtrs_srv_alloc_chunks(srv);
+	else if (!srv->chunks[srv->queue_depth - 1])
+		err = -ENOMEM;
+	mutex_unlock(&srv->chunks_mutex);
+	return err;
 }
 
 static struct rtrs_srv_sess *rtrs_srv_sess_alloc(struct rtrs_srv_ctx *ctx,
@@ -181,12 +204,8 @@ static struct rtrs_srv_sess *rtrs_srv_sess_alloc(struct rtrs_srv_ctx *ctx,
 	srv->queue_depth = rtrs_srv_queue_depth;
 	srv->dev.class = &rtrs_srv_class;
 	srv->dev.release = rtrs_srv_sess_release;
+	mutex_init(&srv->chunks_mutex);
 	device_initialize(&srv->dev);
-	/* From here on, put_device() frees. */
-	if (rtrs_srv_alloc_chunks(srv)) {
-		put_device(&srv->dev);
-		return NULL;
-	}
 	list_add(&srv->entry, &ctx->sess_list);
 	return srv;
 }
@@ -674,6 +693,11 @@ static int rtrs_srv_handle_info_req(struct rtrs_srv_path *path)
 	err = rtrs_srv_sess_sysfs_add(path->srv);
 	if (err)
 		return err;
+	err = rtrs_srv_get_chunks(path->srv);
+	if (err) {
+		rtrs_path_err_rl(&path->s, "no memory for the session's chunks\n");
+		return err;
+	}
 	err = rtrs_srv_map_and_reg_chunks(path);
 	if (err) {
 		rtrs_path_err_rl(&path->s, "cannot register the chunks: %d\n",

@@ -52,7 +52,9 @@ struct rtrs_srv_ctx {
  *	   @ctx->mutex
  * @announced: the ULP was told CONNECTED, under @ctx->mutex
  * @priv: the ULP's, set with rtrs_srv_set_sess_priv()
- * @chunks: @queue_depth buffers the client writes IO into
+ * @chunks_mutex: protects @chunks while the first path to go up makes them
+ * @chunks: @queue_depth buffers the client writes IO into, made when the
+ *	    first path goes up, not by the connection requests before
  * @queue_depth: number of @chunks
  * @dev: /sys/class/rtrs-server/<sessname>; holds the session's refcount:
  *	 one for the context's list, one per path; its release frees it
@@ -68,6 +70,7 @@ struct rtrs_srv_sess {
 	bool dying;
 	bool announced;
 	void *priv;
+	struct mutex chunks_mutex;	/* protects chunks while made */
 	struct page **chunks;
 	unsigned int queue_depth;
 	struct device dev;
