@@ -32,15 +32,8 @@
 #define RTRS_SRV_DEF_CHUNK_SIZE		SZ_128K
 /* alloc_pages() of one chunk must stay reasonable. */
 #define RTRS_SRV_MAX_CHUNK_SIZE		SZ_1M
-/*
- * A client path has an admin connection, one per CPU and one per poll
- * queue; Linux's own server takes as many, so a big client works with both.
- */
-#define RTRS_SRV_MAX_CONS		4096
 /* REG_MRs posted at a time when a path registers its chunks. */
 #define RTRS_SRV_REG_BATCH		32
-/* A path not up this long after its first connection request is closed. */
-#define RTRS_SRV_SETUP_TIMEOUT_MS	30000
 /* A response is at most RDMA WRITE, SEND_WITH_INV, REG_MR and the IMM. */
 #define RTRS_SRV_WRS_PER_IO		5
 
@@ -246,6 +239,14 @@ static struct rtrs_srv_path *rtrs_srv_find_path(struct rtrs_srv_sess *srv,
 	return NULL;
 }
 
+/* @srv leaves its context's list, and its chunks their reservation. */
+static void rtrs_srv_sess_unlist(struct rtrs_srv_sess *srv)
+{
+	lockdep_assert_held(&srv->ctx->mutex);
+	list_del(&srv->entry);
+	rtrs_srv_release_sess(srv->ctx);
+}
+
 /*
  * The path left its session.  The last path takes the session with it: the
  * ULP hears DISCONNECTED and the context forgets the session.  Until its
@@ -271,7 +272,7 @@ static void rtrs_srv_sess_del_path(struct rtrs_srv_path *path)
 		ctx->ops->link_ev(srv, RTRS_SRV_LINK_EV_DISCONNECTED, srv->priv);
 	rtrs_srv_sess_sysfs_del(srv);
 	mutex_lock(&ctx->mutex);
-	list_del(&srv->entry);
+	rtrs_srv_sess_unlist(srv);
 	mutex_unlock(&ctx->mutex);
 	/* The reference of the context's list. */
 	put_device(&srv->dev);
@@ -299,8 +300,7 @@ static void rtrs_srv_setup_timeout(struct work_struct *work)
 
 	if (rtrs_srv_state(path) != RTRS_SRV_CONNECTING)
 		return;
-	rtrs_path_err_rl(&path->s, "path not up after %d ms, closing it\n",
-			 RTRS_SRV_SETUP_TIMEOUT_MS);
+	rtrs_path_err_rl(&path->s, "path not up in half_open_timeout_ms, closing it\n");
 	rtrs_srv_close_path(path);
 }
 
@@ -361,7 +361,7 @@ rtrs_srv_path_alloc(struct rtrs_srv_sess *srv,
 	path->mem_bits = RTRS_IMM_PAYLOAD_BITS - order_base_2(srv->queue_depth);
 	list_add_tail(&path->entry, &srv->paths);
 	queue_delayed_work(rtrs_srv_wq, &path->setup_dwork,
-			   msecs_to_jiffies(RTRS_SRV_SETUP_TIMEOUT_MS));
+			   rtrs_srv_half_open_timeout());
 	return path;
 }
 
@@ -1190,12 +1190,12 @@ static int rtrs_srv_check_conn_req(const struct rdma_cm_event *ev)
 	}
 	cid = le16_to_cpu(req->cid);
 	cid_num = le16_to_cpu(req->cid_num);
-	if (cid_num < 2 || cid_num > RTRS_SRV_MAX_CONS || cid >= cid_num) {
+	if (cid_num < 2 || cid >= cid_num) {
 		pr_err_ratelimited("connection request for connection %u of %u\n",
 				   cid, cid_num);
 		return -EINVAL;
 	}
-	return 0;
+	return rtrs_srv_admit_cons(cid_num);
 }
 
 /*
@@ -1252,6 +1252,7 @@ rtrs_srv_get_path(struct rtrs_srv_ctx *ctx, const struct rtrs_msg_conn_req *req,
 {
 	struct rtrs_srv_sess *srv;
 	struct rtrs_srv_path *path;
+	int err;
 
 	lockdep_assert_held(&ctx->mutex);
 	srv = rtrs_srv_find_sess(ctx, &req->paths_uuid);
@@ -1260,21 +1261,30 @@ rtrs_srv_get_path(struct rtrs_srv_ctx *ctx, const struct rtrs_msg_conn_req *req,
 			pr_err_ratelimited("connection request for a session we do not have\n");
 			return ERR_PTR(-ENXIO);
 		}
+		err = rtrs_srv_admit_sess(ctx, cm_id);
+		if (err)
+			return ERR_PTR(err);
 		srv = rtrs_srv_sess_alloc(ctx, &req->paths_uuid);
-		if (!srv)
+		if (!srv) {
+			rtrs_srv_release_sess(ctx);
 			return ERR_PTR(-ENOMEM);
+		}
 	}
 	path = rtrs_srv_find_path(srv, &req->sess_uuid);
 	if (!path) {
 		path = rtrs_srv_path_by_addr(srv, cm_id);
 		if (path)
 			return ERR_PTR(rtrs_srv_addr_taken(path));
-		path = rtrs_srv_path_alloc(srv, req, cm_id);
-		if (!path && list_empty(&srv->paths)) {
-			list_del(&srv->entry);
+		err = rtrs_srv_admit_path(srv, cm_id);
+		if (!err)
+			path = rtrs_srv_path_alloc(srv, req, cm_id);
+		if (!err && !path)
+			err = -ENOMEM;
+		if (err && list_empty(&srv->paths)) {
+			rtrs_srv_sess_unlist(srv);
 			put_device(&srv->dev);
 		}
-		return path ?: ERR_PTR(-ENOMEM);
+		return err ? ERR_PTR(err) : path;
 	}
 	if (path->recon_cnt != le16_to_cpu(req->recon_cnt) ||
 	    rtrs_srv_state(path) != RTRS_SRV_CONNECTING ||
@@ -1720,6 +1730,7 @@ static int __init rtrs_srv_init(void)
 	err = rtrs_srv_check_params();
 	if (err)
 		return err;
+	rtrs_srv_limits_init();
 	rtrs_srv_wq = alloc_workqueue("rtrs_srv_wq", WQ_MEM_RECLAIM, 0);
 	if (!rtrs_srv_wq)
 		return -ENOMEM;

@@ -17,6 +17,12 @@
 
 /* Largest user header of a request; the rest of a chunk is data. */
 #define RTRS_SRV_MAX_HDR_SIZE	PAGE_SIZE
+/*
+ * Connections of a path at most, whatever max_cons_per_path says: an admin
+ * connection, one per CPU and one per poll queue of the client; Linux's
+ * own server takes as many.
+ */
+#define RTRS_SRV_MAX_CONS	4096
 
 extern unsigned int rtrs_srv_queue_depth;
 extern unsigned int rtrs_srv_chunk_size;
@@ -28,8 +34,10 @@ extern bool rtrs_srv_always_invalidate;
  * @port: the port listened on
  * @cm_id_ip: listens on the IPv4 and IPv6 any address
  * @cm_id_ib: listens on AF_IB
- * @mutex: protects @sess_list and the membership of each session's paths
+ * @mutex: protects @sess_list, the membership of each session's paths and
+ *	   @chunk_bytes
  * @sess_list: of struct rtrs_srv_sess
+ * @chunk_bytes: the chunks of the sessions in @sess_list, reserved
  */
 struct rtrs_srv_ctx {
 	const struct rtrs_srv_ops *ops;
@@ -38,6 +46,7 @@ struct rtrs_srv_ctx {
 	struct rdma_cm_id *cm_id_ib;
 	struct mutex mutex;	/* protects sess_list, sessions' paths */
 	struct list_head sess_list;
+	u64 chunk_bytes;
 };
 
 /**
@@ -215,5 +224,13 @@ void rtrs_srv_sess_sysfs_del(struct rtrs_srv_sess *srv);
 int rtrs_srv_path_sysfs_add(struct rtrs_srv_path *path);
 void rtrs_srv_path_sysfs_del(struct rtrs_srv_path *path);
 extern const struct kobj_type rtrs_srv_path_ktype;
+
+/* rtrs-srv-limits.c */
+void rtrs_srv_limits_init(void);
+unsigned long rtrs_srv_half_open_timeout(void);
+int rtrs_srv_admit_cons(unsigned int cid_num);
+int rtrs_srv_admit_sess(struct rtrs_srv_ctx *ctx, struct rdma_cm_id *cm_id);
+void rtrs_srv_release_sess(struct rtrs_srv_ctx *ctx);
+int rtrs_srv_admit_path(struct rtrs_srv_sess *srv, struct rdma_cm_id *cm_id);
 
 #endif /* RTRS_SRV_H */
