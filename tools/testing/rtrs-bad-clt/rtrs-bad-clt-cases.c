@@ -53,6 +53,13 @@ static char *bad_device;
 module_param_named(device, bad_device, charp, 0444);
 MODULE_PARM_DESC(device, "The device the shared session opens read-write, as RNBD's device_path");
 
+/* Paths not up yet the limit case may open, and its check of the limit. */
+#define BAD_HALF_OPEN_MAX	32
+
+static uint bad_half_open = 4;
+module_param_named(half_open, bad_half_open, uint, 0444);
+MODULE_PARM_DESC(half_open, "The server's max_half_open_paths, which limit-half-open checks (1-32, default 4)");
+
 static uint bad_timeout_ms = 10000;
 module_param_named(timeout_ms, bad_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(timeout_ms, "How long to wait for each answer of the server (100-600000, default 10000)");
@@ -940,6 +947,70 @@ static enum bad_verdict bad_run_join_closing(struct bad_ctx *ctx,
 		 round, ends[BAD_JOIN_REFUSED], ends[BAD_JOIN_CLOSED],
 		 ends[BAD_JOIN_GONE]);
 	return BAD_PASS;
+}
+
+/* A path whose admin connection alone came: not up, and never to be. */
+static struct bad_path *bad_half_open_path(struct bad_ctx *ctx, int *err)
+{
+	struct rtrs_msg_conn_req req;
+	struct bad_path *p;
+
+	p = bad_case_path(ctx);
+	if (!p) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	bad_conn_req_init(p, &req, 0);
+	*err = bad_con_connect(p, 0, &req);
+	return p;
+}
+
+/*
+ * Paths whose admin connection comes, and no other: the server takes
+ * max_half_open_paths of them at most (the module's half_open; fewer when
+ * paths of earlier cases are still not closed), refuses the next with
+ * EBUSY, closes those it took after half_open_timeout_ms, and then takes
+ * a new one.
+ */
+static enum bad_verdict bad_run_half_open(struct bad_ctx *ctx,
+					  const struct bad_case *c)
+{
+	struct bad_path *p[BAD_HALF_OPEN_MAX + 2] = {};
+	enum bad_verdict v = BAD_FAIL;
+	unsigned int i, n;
+	int err = 0;
+
+	for (n = 0; n <= bad_half_open && !err; n++)
+		p[n] = bad_half_open_path(ctx, &err);
+	if (!err) {
+		bad_note(ctx, "%u paths not up taken, max_half_open_paths is %u",
+			 n, bad_half_open);
+		goto out;
+	}
+	if (err != -ECONNREFUSED || p[n - 1]->bad_cons[0].reject_errno != EBUSY) {
+		bad_note(ctx, "path %u failed with %d, reject errno %d, not EBUSY",
+			 n, err, p[n - 1] ? p[n - 1]->bad_cons[0].reject_errno : 0);
+		goto out;
+	}
+	for (i = 0; i < n - 1; i++)
+		if (bad_path_wait_closed(p[i])) {
+			bad_note(ctx, "path %u of %u not up was not closed in %u ms",
+				 i + 1, n - 1, ctx->t.timeout_ms);
+			goto out;
+		}
+	p[n] = bad_half_open_path(ctx, &err);
+	if (err) {
+		bad_note(ctx, "once they were closed, a new path failed: %d", err);
+		goto out;
+	}
+	bad_note(ctx, "%u paths not up taken, the next refused, all closed in time, then one taken",
+		 n - 1);
+	v = BAD_PASS;
+out:
+	for (i = 0; i < ARRAY_SIZE(p); i++)
+		if (p[i])
+			bad_path_free(p[i]);
+	return v;
 }
 
 /* Bare IMMs: heartbeats and requests, before the path is up or after */
@@ -1919,6 +1990,9 @@ static const struct bad_case bad_cases[] = {
 	INFO("info-name-control-char", m_info_control),
 	CLOSE("info-duplicate-sessname", bad_run_dup_sessname),
 	CLOSE("info-before-all-connections", bad_run_info_early),
+	{ .name = "limit-half-open",
+	  .expect = "max_half_open_paths at most, the next refused with EBUSY, closed in time",
+	  .run = bad_run_half_open },
 	{ .name = "conn-joins-closing-path",
 	  .expect = "connection refused, or closed with its path",
 	  .run = bad_run_join_closing },
@@ -2197,6 +2271,11 @@ static int bad_check_params(struct bad_target *t)
 	if (bad_timeout_ms < 100 || bad_timeout_ms > 600000) {
 		pr_err("timeout_ms must be 100 to 600000, got %u\n",
 		       bad_timeout_ms);
+		return -EINVAL;
+	}
+	if (!bad_half_open || bad_half_open > BAD_HALF_OPEN_MAX) {
+		pr_err("half_open must be 1 to %u, got %u\n",
+		       BAD_HALF_OPEN_MAX, bad_half_open);
 		return -EINVAL;
 	}
 	if (strlen(bad_device) >= NAME_MAX) {

@@ -28,6 +28,11 @@
 # Not a power of two, so that a chunk id beyond it fits the IMM.
 SRV_PARAMS="sess_queue_depth=48"
 DBG=/sys/kernel/debug/rtrs_bad_clt
+SRV_LIMITS=/sys/module/rtrs_server/parameters
+# limit-half-open's limit, set on the server for that case alone, with
+# paths closed 3 s after they came.
+HALF_OPEN=4
+HALF_OPEN_MS=3000
 CTL=/sys/devices/virtual/rnbd-client/ctl
 DEV=rnbd0
 SESSNAME=good
@@ -63,7 +68,14 @@ disks_down() {
 
 bad_client_load() {
 	modprobe rtrs-bad-clt server="ip:$(rnbd_path_addr 0 server)" \
-		device="$BAD_DISK" && [ -r "$DBG/cases" ]
+		device="$BAD_DISK" half_open="$HALF_OPEN" && [ -r "$DBG/cases" ]
+}
+
+# half_open_limits MAX MS: the server's limits of paths not up, which
+# limit-half-open checks, set at run time.
+half_open_limits() {
+	echo "$1" >"$SRV_LIMITS/max_half_open_paths" &&
+		echo "$2" >"$SRV_LIMITS/half_open_timeout_ms"
 }
 
 server_up() {
@@ -244,7 +256,17 @@ ktap_check "server: rtrs-server ($SRV_PARAMS) and rnbd-server load" \
 ktap_check "our client maps $GOOD_DISK over both paths" map
 ktap_check "our client writes and reads back 1 MiB" verify before
 while IFS=$'\t' read -r name expect; do
-	[ -n "$name" ] && ktap_case "$name" "$expect"
+	case $name in
+	"") ;;
+	limit-half-open)
+		saved=("$(cat "$SRV_LIMITS/max_half_open_paths")"
+		       "$(cat "$SRV_LIMITS/half_open_timeout_ms")")
+		half_open_limits "$HALF_OPEN" "$HALF_OPEN_MS"
+		ktap_case "$name" "$expect"
+		half_open_limits "${saved[@]}"
+		;;
+	*) ktap_case "$name" "$expect" ;;
+	esac
 done <<<"$CASES"
 ktap_check "fuzz: $FUZZ_COUNT messages from seed $FUZZ_SEED, the shared session serves after them" \
 	fuzz
