@@ -263,7 +263,7 @@ busy() {
 # waiting on the other paths are old enough for the client to close those
 # too (30 s: a loaded debug kernel can take that long to close a path).
 cut_unanswered() {
-	local fo stopped rc=0
+	local fo stopped busy_at rc=0
 
 	fo=$(failovers)
 	dmsetup suspend --nolockfs "$DM" || return 1
@@ -271,11 +271,12 @@ cut_unanswered() {
 	if ! rnbd_wait 60 busy "$1"; then
 		echo "paths $1: no request in flight in 60 s"
 		rc=1
-	elif ! disconnect "$1"; then
-		rc=1
+	else
+		busy_at=$(date +%s)
+		disconnect "$1" || rc=1
 	fi
 	dmsetup resume "$DM" || return 1
-	echo "paths $1 cut: the disk stopped for $(($(date +%s) - stopped)) s"
+	echo "paths $1 cut: the disk stopped for $(($(date +%s) - stopped)) s, $((${busy_at:-$stopped} - stopped)) s of them until requests were in flight on the path"
 	[ $rc -eq 0 ] || return 1
 	if ! rnbd_wait 60 failed_over_since "$fo"; then
 		echo "paths $1: no request failed over"
