@@ -266,10 +266,13 @@ cut_unanswered() {
 	local fo stopped busy_at rc=0
 
 	fo=$(failovers)
+	# A fio run under way, not one starting (seconds on the debug kernel).
+	rnbd_wait 60 busy "$1" ||
+		{ echo "paths $1: no request in flight in 60 s"; return 1; }
 	dmsetup suspend --nolockfs "$DM" || return 1
 	stopped=$(date +%s)
 	if ! rnbd_wait 60 busy "$1"; then
-		echo "paths $1: no request in flight in 60 s"
+		echo "paths $1: no request in flight in 60 s with the disk stopped"
 		rc=1
 	else
 		busy_at=$(date +%s)
