@@ -11,7 +11,7 @@
 # must ask for as many polled queues; nr_poll_queues=-1 is one per CPU.
 #
 # rnbd-vm: topology=one
-# rnbd-vm: timeout=1200
+# rnbd-vm: timeout=900
 
 . "$(dirname "$0")/lib.sh"
 
@@ -356,6 +356,31 @@ unmap() {
 	rnbd_unmap "$DEV" && rnbd_wait 30 test ! -e "/sys/block/$DEV"
 }
 
+# exited PID: the process has exited (a zombie, or gone).
+exited() {
+	! grep -q '^State:[[:space:]]*[RSD]' "/proc/$1/status" 2>/dev/null
+}
+
+# rnbd-client unloads within a minute; else the stacks of rmmod and of
+# every task in D state say what it waits for (CI saw the test hang after
+# its last unmap once, with nothing on the console).
+client_unload() {
+	local pid p
+
+	rmmod rnbd-client &
+	pid=$!
+	if rnbd_wait 60 exited "$pid"; then
+		wait "$pid"
+		return
+	fi
+	echo "rmmod rnbd-client still runs after 60 s: $(cat "/proc/$pid/stack")"
+	for p in /proc/[0-9]*; do
+		grep -q '^State:.*D' "$p/status" 2>/dev/null || continue
+		echo "$(cat "$p/comm") ($(basename "$p")), D: $(cat "$p/stack")"
+	done
+	return 1
+}
+
 dm_down() {
 	dmsetup resume "$DM" 2>/dev/null
 	dmsetup remove --noudevsync "$DM"
@@ -389,7 +414,7 @@ ktap_check "nr_poll_queues=-1: a polled queue per CPU" poll_per_cpu
 ktap_check "unmap_device normal" unmap
 ktap_check "nothing left mapped" test "$(rnbd_nr_mapped)" = 0
 poll_trace_off
-ktap_check "rnbd-client unloads" rmmod rnbd-client
+ktap_check "rnbd-client unloads" client_unload
 rnbd_modules_unload
 dm_down
 rnbd_nullb_down "$NULLB"
