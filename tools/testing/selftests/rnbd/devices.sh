@@ -184,17 +184,13 @@ unmap_access() {
 # force_close_bad: what is not 1 is refused with EINVAL, and the server's
 # log quotes it; the device stays open.
 force_close_bad() {
-	local f v since err
+	local f v
 
 	f="$(srv_sess_dir ops "/dev/$NULLB")/force_close"
 	for v in 0 yes; do
-		since=$(rnbd_kmsg_mark)
-		err=$(rnbd_write_err "$f" "$v") && { echo "'$v' accepted"; return 1; }
-		[ "$err" = "Invalid argument" ] ||
-			{ echo "'$v': the error is '$err', not EINVAL"; return 1; }
-		rnbd_kmsg_since "$since" |
-			grep -F "rnbd_server: ops: force_close: write 1, not '$v'" ||
-			{ echo "'$v': the server's log does not say"; return 1; }
+		rnbd_write_refused "$f" "$v" "Invalid argument" \
+			"rnbd_server: ops: force_close: write 1, not '$v'" ||
+			return 1
 	done
 	[ -e "$f" ] && dd if="/dev/$NULL_DEV" of=/dev/null bs=4k count=1 \
 		iflag=direct status=none

@@ -380,17 +380,25 @@ rnbd_unmap() {
 # and says why in the kernel log: a line with LOG (default: our client's
 # "DEV is open: not unmapped").
 rnbd_unmap_busy() {
-	local err mark log=${2:-"$1 is open: not unmapped"}
+	rnbd_write_refused "/sys/block/$1/rnbd/unmap_device" normal \
+		"Device or resource busy" "${2:-"$1 is open: not unmapped"}"
+}
+
+# rnbd_write_refused FILE STRING ERROR LOG: writing STRING to FILE fails
+# with ERROR (its text, "Invalid argument" for EINVAL), and a line of the
+# kernel log since has LOG in it, as is.
+rnbd_write_refused() {
+	local err mark
 
 	mark=$(rnbd_kmsg_mark)
-	if err=$(rnbd_write_err "/sys/block/$1/rnbd/unmap_device" normal); then
-		echo "/dev/$1, open, was unmapped"
+	if err=$(rnbd_write_err "$1" "$2"); then
+		echo "'$2' into $1 was taken"
 		return 1
 	fi
-	[ "$err" = "Device or resource busy" ] ||
-		{ echo "the unmap of open /dev/$1 failed with '$err', not EBUSY"; return 1; }
-	rnbd_kmsg_since "$mark" | grep -q "$log" ||
-		{ echo "no log line says why /dev/$1 was not unmapped"; return 1; }
+	[ "$err" = "$3" ] ||
+		{ echo "'$2' into $1 failed with '$err', not '$3'"; return 1; }
+	rnbd_kmsg_since "$mark" | grep -qF -e "$4" ||
+		{ echo "'$2' into $1: no kernel log line with '$4'"; return 1; }
 }
 
 # rnbd_write_err FILE STRING: write STRING and a newline to FILE.  On
