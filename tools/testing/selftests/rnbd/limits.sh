@@ -55,6 +55,9 @@ bad_value() {
 	local before
 
 	before=$(limit "$1")
+	# Below printk's rate limit (10 lines in 5 s), which the server's
+	# line of a bad value is under.
+	sleep 1
 	rnbd_write_refused "$LIMITS/$1" "$2" "Invalid argument" "$1 must be" ||
 		return 1
 	[ "$(limit "$1")" = "$before" ] ||
