@@ -11,8 +11,8 @@
 # case when it broke between two (its note names the case before).  A case
 # that cannot be made against this server is a skip with its reason.
 # Then rtrs-bad-clt's fuzzer sends RNBD_TEST_FUZZ_COUNT messages (5000;
-# 3000 on the debug kernel) made from RNBD_TEST_FUZZ_SEED (random; printed,
-# to replay a failure) in at most RNBD_TEST_FUZZ_SECONDS (400; 900): every
+# 2000 on the debug kernel) made from RNBD_TEST_FUZZ_SEED (random; printed,
+# to replay a failure) in at most RNBD_TEST_FUZZ_SECONDS (400; 500): every
 # request must be answered or its path closed, and the shared session must
 # go on serving.  Meanwhile, the server's sysfs files of its paths are
 # read over and over, as the fuzzer's paths come and go.
@@ -44,8 +44,8 @@ SERVER_UP=
 CASES=
 FUZZ_SEED=${RNBD_TEST_FUZZ_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 if rnbd_debug_kernel; then
-	FUZZ_COUNT=${RNBD_TEST_FUZZ_COUNT:-3000}
-	FUZZ_SECONDS=${RNBD_TEST_FUZZ_SECONDS:-900}
+	FUZZ_COUNT=${RNBD_TEST_FUZZ_COUNT:-2000}
+	FUZZ_SECONDS=${RNBD_TEST_FUZZ_SECONDS:-500}
 else
 	FUZZ_COUNT=${RNBD_TEST_FUZZ_COUNT:-5000}
 	FUZZ_SECONDS=${RNBD_TEST_FUZZ_SECONDS:-400}
