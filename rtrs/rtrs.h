@@ -149,7 +149,9 @@ enum rtrs_srv_link_ev {
  *	     bytes written; for a READ, the ULP fills @data with @datalen
  *	     bytes.  @usr is the request's user header.  The ULP answers with
  *	     rtrs_srv_resp_rdma(), now or later; a non-zero return answers
- *	     with that error at once.  Called in softirq context.
+ *	     with that error at once.  Called from the completion work of
+ *	     the request's connection: it may sleep, holding up that
+ *	     connection's other completions meanwhile.
  * @link_ev: a session appeared (CONNECTED: a non-zero return refuses it)
  *	     or lost its last path and is gone (DISCONNECTED); may sleep.
  *	     @priv is what rtrs_srv_set_sess_priv() set.
