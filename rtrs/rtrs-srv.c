@@ -655,7 +655,12 @@ static int rtrs_srv_path_up(struct rtrs_srv_path *path)
 		mutex_lock(&ctx->mutex);
 		srv->announced = false;
 		mutex_unlock(&ctx->mutex);
+		return err;
 	}
+	if (ctx->ops->path_up)
+		err = ctx->ops->path_up(srv,
+					(struct sockaddr *)&path->s.dst_addr,
+					srv->priv);
 	return err;
 }
 
@@ -1708,6 +1713,38 @@ int rtrs_srv_get_queue_depth(struct rtrs_srv_sess *srv)
 	return srv->queue_depth;
 }
 EXPORT_SYMBOL_GPL(rtrs_srv_get_queue_depth);
+
+/**
+ * rtrs_srv_visit_peers() - the client addresses of a session's paths
+ * @srv: the session
+ * @fn: called with the address of each path that is up, until it
+ *	returns non-zero; it may not sleep on anything that waits for RTRS
+ * @data: for @fn
+ *
+ * A path that comes up after this returned is shown to the ULP's
+ * &rtrs_srv_ops.path_up instead.
+ *
+ * Return: 0, or the first non-zero return of @fn.
+ */
+int rtrs_srv_visit_peers(struct rtrs_srv_sess *srv,
+			 int (*fn)(const struct sockaddr *peer, void *data),
+			 void *data)
+{
+	struct rtrs_srv_path *path;
+	int err = 0;
+
+	mutex_lock(&srv->ctx->mutex);
+	list_for_each_entry(path, &srv->paths, entry) {
+		if (rtrs_srv_state(path) != RTRS_SRV_CONNECTED)
+			continue;
+		err = fn((struct sockaddr *)&path->s.dst_addr, data);
+		if (err)
+			break;
+	}
+	mutex_unlock(&srv->ctx->mutex);
+	return err;
+}
+EXPORT_SYMBOL_GPL(rtrs_srv_visit_peers);
 
 static int rtrs_srv_check_params(void)
 {

@@ -155,11 +155,18 @@ enum rtrs_srv_link_ev {
  * @link_ev: a session appeared (CONNECTED: a non-zero return refuses it)
  *	     or lost its last path and is gone (DISCONNECTED); may sleep.
  *	     @priv is what rtrs_srv_set_sess_priv() set.
+ * @path_up: optional; a path of the session is up, its client's address
+ *	     @peer, after the session's CONNECTED: a non-zero return closes
+ *	     the path before the client may use it.  @priv is still NULL
+ *	     where another path's CONNECTED has not returned yet.  May
+ *	     sleep.
  */
 struct rtrs_srv_ops {
 	int (*rdma_ev)(void *priv, struct rtrs_srv_op *id, void *data,
 		       size_t datalen, const void *usr, size_t usrlen);
 	int (*link_ev)(struct rtrs_srv_sess *sess, enum rtrs_srv_link_ev ev,
+		       void *priv);
+	int (*path_up)(struct rtrs_srv_sess *sess, const struct sockaddr *peer,
 		       void *priv);
 };
 
@@ -170,5 +177,8 @@ void rtrs_srv_set_sess_priv(struct rtrs_srv_sess *sess, void *priv);
 int rtrs_srv_get_path_name(struct rtrs_srv_sess *sess, char *pathname,
 			   size_t len);
 int rtrs_srv_get_queue_depth(struct rtrs_srv_sess *sess);
+int rtrs_srv_visit_peers(struct rtrs_srv_sess *sess,
+			 int (*fn)(const struct sockaddr *peer, void *data),
+			 void *data);
 
 #endif /* RTRS_H */
