@@ -12,10 +12,10 @@
 #include <linux/version.h>
 
 /*
- * An open block device.  6.9 made the open file the handle
- * (bdev_file_open_by_path()); 6.1 returns the block_device and closes it
- * with the mode it was opened with.  6.5 to 6.8 had a third API that no
- * supported kernel needs.
+ * An open block device, held exclusively where a holder is given.  6.9
+ * made the open file the handle (bdev_file_open_by_path()); 6.1 returns
+ * the block_device and closes it with the mode it was opened with.  6.5 to
+ * 6.8 had a third API that no supported kernel needs.
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
 
@@ -28,7 +28,7 @@ static inline int rnbd_bdev_open(struct rnbd_bdev *h, const char *path,
 {
 	blk_mode_t mode = BLK_OPEN_READ | (write ? BLK_OPEN_WRITE : 0);
 
-	h->file = bdev_file_open_by_path(path, mode, NULL, NULL);
+	h->file = bdev_file_open_by_path(path, mode, holder, NULL);
 	return PTR_ERR_OR_ZERO(h->file);
 }
 
@@ -52,7 +52,8 @@ struct rnbd_bdev {
 static inline int rnbd_bdev_open(struct rnbd_bdev *h, const char *path,
 				 bool write, void *holder)
 {
-	h->mode = FMODE_READ | (write ? FMODE_WRITE : 0);
+	h->mode = FMODE_READ | (write ? FMODE_WRITE : 0) |
+		  (holder ? FMODE_EXCL : 0);
 	h->bdev = blkdev_get_by_path(path, h->mode, holder);
 	return PTR_ERR_OR_ZERO(h->bdev);
 }

@@ -37,7 +37,7 @@ static struct block_device *sess_dev_bdev(struct rnbd_srv_sess_dev *sess_dev)
 }
 
 /* Does any component of @name step out of the directory it is under? */
-static bool rnbd_srv_path_escapes(const char *name)
+bool rnbd_srv_path_escapes(const char *name)
 {
 	const char *p = name;
 	size_t len;
@@ -52,9 +52,24 @@ static bool rnbd_srv_path_escapes(const char *name)
 	return false;
 }
 
+/* @path without repeated slashes, in place. */
+void rnbd_srv_squeeze_slashes(char *path)
+{
+	const char *in;
+	char *out = path;
+
+	for (in = path; *in; in++)
+		if (*in != '/' || out == path || out[-1] != '/')
+			*out++ = *in;
+	*out = '\0';
+}
+
 #define RNBD_SESSNAME_TAG "%SESSNAME%"
 
-/* dev_search_path, %SESSNAME% replaced, then "/" and the client's path. */
+/*
+ * dev_search_path, %SESSNAME% replaced, then "/" and the client's path;
+ * one slash where that makes several, as the access rules see paths.
+ */
 static int rnbd_srv_full_path(const struct rnbd_srv_session *sess,
 			      const char *name, char *buf, size_t len)
 {
@@ -72,7 +87,10 @@ static int rnbd_srv_full_path(const struct rnbd_srv_session *sess,
 	} else {
 		n = snprintf(buf, len, "%s/%s", search, name);
 	}
-	return n < len ? 0 : -ENAMETOOLONG;
+	if (n >= len)
+		return -ENAMETOOLONG;
+	rnbd_srv_squeeze_slashes(buf);
+	return 0;
 }
 
 static void rnbd_srv_dev_release(struct kref *kref)
@@ -227,9 +245,16 @@ rnbd_srv_alloc_sess_dev(struct rnbd_srv_session *sess,
 	return sess_dev;
 }
 
+/*
+ * The holder of the devices the server opens exclusively: one for all
+ * sessions, which share them.
+ */
+static int rnbd_srv_holder;
+
 static int rnbd_srv_open_bdev(struct rnbd_srv_sess_dev *sess_dev)
 {
 	struct rnbd_srv_session *sess = sess_dev->sess;
+	bool excl;
 	char *path;
 	int err;
 
@@ -242,11 +267,56 @@ static int rnbd_srv_open_bdev(struct rnbd_srv_sess_dev *sess_dev)
 				sess_dev->mapping_path, rnbd_srv_dev_search_path);
 		goto out;
 	}
-	err = rnbd_bdev_open(&sess_dev->bdev, path,
-			     sess_dev->access_mode != RNBD_ACCESS_RO, sess_dev);
+	err = rnbd_srv_access_check(sess, path, sess_dev->access_mode, &excl);
 	if (err)
+		goto out;
+	err = rnbd_bdev_open(&sess_dev->bdev, path,
+			     sess_dev->access_mode != RNBD_ACCESS_RO,
+			     excl ? &rnbd_srv_holder : NULL);
+	if (err == -EBUSY && excl)
+		rnbd_srv_err_rl(sess, "%s is in use on the server, which no access rule allows\n",
+				path);
+	else if (err)
 		rnbd_srv_err_rl(sess, "cannot open %s: %d\n", path, err);
 out:
+	kfree(path);
+	return err;
+}
+
+/**
+ * rnbd_srv_check_new_path() - may a path that came up join the session?
+ * @sess: the session
+ * @peer: the client's address of the path
+ *
+ * The access rules must allow @peer for every device the session has
+ * open, as they allowed the session's other paths when it opened them.
+ *
+ * Return: 0, -EACCES (logged) or -ENOMEM.
+ */
+int rnbd_srv_check_new_path(struct rnbd_srv_session *sess,
+			    const struct sockaddr *peer)
+{
+	struct rnbd_srv_sess_dev *sess_dev;
+	unsigned long id;
+	char *path;
+	int err = 0;
+
+	path = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!path)
+		return -ENOMEM;
+	mutex_lock(&sess->open_mutex);
+	mutex_lock(&sess->lock);
+	xa_for_each(&sess->sess_devs, id, sess_dev) {
+		/* It was made once: it fits again. */
+		rnbd_srv_full_path(sess, sess_dev->mapping_path, path,
+				   PATH_MAX);
+		err = rnbd_srv_access_check_peer(sess, peer, path,
+						 sess_dev->access_mode);
+		if (err)
+			break;
+	}
+	mutex_unlock(&sess->lock);
+	mutex_unlock(&sess->open_mutex);
 	kfree(path);
 	return err;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * RNBD server sysfs:
+ * RNBD server sysfs: /sys/class/rnbd-server/ctl/access_{add,del,rules},
+ * the access rules;
  * /sys/class/rnbd-server/ctl/devices/<device>/block_dev, a link to the
  * block device, and .../sessions/<session>/{read_only, access_mode,
  * mapping_path, force_close} for each session that opened it.
@@ -167,6 +168,42 @@ void rnbd_srv_sess_dev_sysfs_del(struct rnbd_srv_sess_dev *sess_dev)
 	kobject_put(&sess_dev->kobj);
 }
 
+static ssize_t access_add_store(struct device *dev,
+				struct device_attribute *attr, const char *buf,
+				size_t count)
+{
+	int err = rnbd_srv_rule_add(buf);
+
+	return err ? err : count;
+}
+
+static ssize_t access_del_store(struct device *dev,
+				struct device_attribute *attr, const char *buf,
+				size_t count)
+{
+	int err = rnbd_srv_rule_del(buf);
+
+	return err ? err : count;
+}
+
+static ssize_t access_rules_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	return rnbd_srv_rules_show(buf);
+}
+
+static DEVICE_ATTR_WO(access_add);
+static DEVICE_ATTR_WO(access_del);
+static DEVICE_ATTR_RO(access_rules);
+
+static struct attribute *rnbd_srv_ctl_attrs[] = {
+	&dev_attr_access_add.attr,
+	&dev_attr_access_del.attr,
+	&dev_attr_access_rules.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(rnbd_srv_ctl);
+
 int rnbd_srv_sysfs_init(void)
 {
 	int err;
@@ -177,8 +214,10 @@ int rnbd_srv_sysfs_init(void)
 		       err);
 		return err;
 	}
-	rnbd_srv_ctl_dev = device_create(&rnbd_srv_class, NULL, MKDEV(0, 0),
-					 NULL, "ctl");
+	rnbd_srv_ctl_dev = device_create_with_groups(&rnbd_srv_class, NULL,
+						     MKDEV(0, 0), NULL,
+						     rnbd_srv_ctl_groups,
+						     "ctl");
 	if (IS_ERR(rnbd_srv_ctl_dev)) {
 		err = PTR_ERR(rnbd_srv_ctl_dev);
 		goto out_unregister_class;

@@ -96,6 +96,7 @@ static int rnbd_srv_sess_connected(struct rtrs_srv_sess *rtrs)
 	}
 	sess->rtrs = rtrs;
 	mutex_init(&sess->lock);
+	mutex_init(&sess->open_mutex);
 	xa_init_flags(&sess->sess_devs, XA_FLAGS_ALLOC);
 	mutex_lock(&rnbd_srv_sessions_mutex);
 	list_add(&sess->entry, &rnbd_srv_sessions);
@@ -185,6 +186,7 @@ static void rnbd_srv_sess_disconnected(struct rnbd_srv_session *sess)
 	flush_workqueue(rnbd_srv_wq);
 	xa_destroy(&sess->sess_devs);
 	rnbd_srv_info(sess, "session closed\n");
+	mutex_destroy(&sess->open_mutex);
 	mutex_destroy(&sess->lock);
 	kfree(sess);
 }
@@ -267,13 +269,14 @@ static int rnbd_srv_open(struct rnbd_srv_session *sess, const void *usr,
 	}
 	/* The answer goes where the message is: keep a copy. */
 	memcpy(&msg, usr, sizeof(msg));
+	mutex_lock(&sess->open_mutex);
 	err = rnbd_srv_open_sess_dev(sess, &msg, &sess_dev);
 	if (err)
-		return err;
+		goto out_unlock;
 	err = rnbd_srv_reserve_id(sess, &sess_dev->device_id);
 	if (err) {
 		rnbd_srv_release_sess_dev(sess_dev);
-		return err;
+		goto out_unlock;
 	}
 	rnbd_srv_sess_dev_sysfs_add(sess_dev);
 	/* All of @data goes back: nothing of an earlier request with it. */
@@ -284,7 +287,9 @@ static int rnbd_srv_open(struct rnbd_srv_session *sess, const void *usr,
 		      rnbd_access_mode_str(sess_dev->access_mode),
 		      sess_dev->device_id);
 	rnbd_srv_publish_sess_dev(sess_dev);
-	return 0;
+out_unlock:
+	mutex_unlock(&sess->open_mutex);
+	return err;
 }
 
 /* The device of an id, with a reference of its IO in flight. */
@@ -381,9 +386,19 @@ static int rnbd_srv_rdma_ev(void *priv, struct rtrs_srv_op *id, void *data,
 	return err;
 }
 
+static int rnbd_srv_path_up(struct rtrs_srv_sess *rtrs,
+			    const struct sockaddr *peer, void *priv)
+{
+	/* Not ours yet, while its first path announces it: nothing open. */
+	if (!priv)
+		return 0;
+	return rnbd_srv_check_new_path(priv, peer);
+}
+
 static const struct rtrs_srv_ops rnbd_srv_ops = {
 	.rdma_ev = rnbd_srv_rdma_ev,
 	.link_ev = rnbd_srv_link_ev,
+	.path_up = rnbd_srv_path_up,
 };
 
 static int __init rnbd_srv_init(void)
@@ -410,6 +425,7 @@ static int __init rnbd_srv_init(void)
 
 out_sysfs_exit:
 	rnbd_srv_sysfs_exit();
+	rnbd_srv_rules_exit();
 out_dev_exit:
 	rnbd_srv_dev_exit();
 out_destroy_wq:
@@ -422,6 +438,7 @@ static void __exit rnbd_srv_exit(void)
 	rtrs_srv_close(rnbd_srv_rtrs);
 	WARN_ON(!list_empty(&rnbd_srv_sessions));
 	rnbd_srv_sysfs_exit();
+	rnbd_srv_rules_exit();
 	rnbd_srv_dev_exit();
 	destroy_workqueue(rnbd_srv_wq);
 }

@@ -36,6 +36,9 @@
  *	     round, so that a client that still uses the id of a device
  *	     the server closed (force_close) does not reach the next one
  * @closing: the session is going away: no more OPENs
+ * @open_mutex: serialises OPENs with the checks of new paths against the
+ *		access rules of the devices open, so that neither misses
+ *		the other
  */
 struct rnbd_srv_session {
 	struct list_head entry;
@@ -46,6 +49,7 @@ struct rnbd_srv_session {
 	struct xarray sess_devs;
 	u32 next_id;
 	bool closing;
+	struct mutex open_mutex;	/* serialises OPENs and path checks */
 };
 
 /**
@@ -105,6 +109,10 @@ extern char rnbd_srv_dev_search_path[];
 void rnbd_srv_force_close(struct rnbd_srv_sess_dev *sess_dev);
 
 /* rnbd-srv-dev.c */
+bool rnbd_srv_path_escapes(const char *name);
+void rnbd_srv_squeeze_slashes(char *path);
+int rnbd_srv_check_new_path(struct rnbd_srv_session *sess,
+			    const struct sockaddr *peer);
 int rnbd_srv_open_sess_dev(struct rnbd_srv_session *sess,
 			   const struct rnbd_msg_open *msg,
 			   struct rnbd_srv_sess_dev **out);
@@ -116,6 +124,17 @@ int rnbd_srv_submit_io(struct rnbd_srv_sess_dev *sess_dev,
 		       void *data, size_t datalen);
 int rnbd_srv_dev_init(void);
 void rnbd_srv_dev_exit(void);
+
+/* rnbd-srv-access.c */
+int rnbd_srv_rule_add(const char *buf);
+int rnbd_srv_rule_del(const char *buf);
+ssize_t rnbd_srv_rules_show(char *buf);
+void rnbd_srv_rules_exit(void);
+int rnbd_srv_access_check(struct rnbd_srv_session *sess, const char *path,
+			  enum rnbd_access_mode mode, bool *excl);
+int rnbd_srv_access_check_peer(struct rnbd_srv_session *sess,
+			       const struct sockaddr *peer, const char *path,
+			       enum rnbd_access_mode mode);
 
 /* rnbd-srv-sysfs.c */
 int rnbd_srv_sysfs_init(void);
