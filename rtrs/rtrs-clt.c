@@ -1249,6 +1249,9 @@ static int rtrs_clt_cm_handler(struct rdma_cm_id *cm_id,
 	struct rtrs_clt_con *con = cm_id->context;
 	int err;
 
+	/* Given up on: what it makes now, its teardown would not see. */
+	if (con->abandoned)
+		return 0;
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		err = rdma_resolve_route(cm_id, RTRS_CLT_CONNECT_TIMEOUT_MS);
@@ -1275,6 +1278,20 @@ static int rtrs_clt_cm_handler(struct rdma_cm_id *cm_id,
 		rtrs_clt_cm_finish(con, err);
 	/* Never non-zero: the connection's teardown destroys cm_id. */
 	return 0;
+}
+
+/*
+ * Stop the CM handler of a connection given up on while it may still be
+ * running: it could be creating the QP that the teardown is about to
+ * destroy, or create one after it.  The handler runs under the cm_id's
+ * handler lock, so once this took it, the handler is done and sees
+ * @abandoned from then on.
+ */
+static void rtrs_clt_con_abandon(struct rtrs_clt_con *con)
+{
+	rdma_lock_handler(con->c.cm_id);
+	con->abandoned = true;
+	rdma_unlock_handler(con->c.cm_id);
 }
 
 /* Connected, failed, or to give up: the path is to stay down. */
@@ -1314,11 +1331,15 @@ static int rtrs_clt_con_open(struct rtrs_clt_path *path, unsigned int cid)
 	if (err)
 		return err;
 	if (!wait_event_timeout(path->setup_wq, rtrs_clt_con_settled(con),
-				2 * timeout))
+				2 * timeout)) {
+		rtrs_clt_con_abandon(con);
 		return -ETIMEDOUT;
+	}
 	/* Woken for stay_down alone: give up. */
-	if (!smp_load_acquire(&con->cm_finished))
+	if (!smp_load_acquire(&con->cm_finished)) {
+		rtrs_clt_con_abandon(con);
 		return -ECONNABORTED;
+	}
 	return con->cm_err;
 }
 

@@ -139,6 +139,8 @@ struct rtrs_clt_sess {
  *		 woken): later CM errors fail the path.  The CM calls the
  *		 handler of one connection one event at a time.
  * @established: the connection got to RTS: its queue pair can be drained
+ * @abandoned: its setup was given up on: the CM handler ignores its
+ *	       events.  Set and read under the cm_id's handler lock.
  */
 struct rtrs_clt_con {
 	struct rtrs_con c;
@@ -147,6 +149,7 @@ struct rtrs_clt_con {
 	int cm_err;
 	bool cm_finished;
 	bool established;
+	bool abandoned;
 };
 
 /**
