@@ -91,7 +91,7 @@ static struct rtrs_srv_limit rtrs_srv_half_open_timeout_ms = {
 };
 module_param_cb(half_open_timeout_ms, &rtrs_srv_limit_ops, &rtrs_srv_half_open_timeout_ms, 0644);
 MODULE_PARM_DESC(half_open_timeout_ms,
-		 "How long a path may take to go up once its first connection came, in ms (1000-600000, default 30000)");
+		 "How long a client may take from a path's first connection to asking for its chunks (INFO_REQ), in ms (1000-600000, default 30000)");
 
 /* Set at load when not given: half of the memory. */
 static struct rtrs_srv_limit rtrs_srv_max_chunk_memory_mb = {

@@ -300,7 +300,7 @@ static void rtrs_srv_setup_timeout(struct work_struct *work)
 
 	if (rtrs_srv_state(path) != RTRS_SRV_CONNECTING)
 		return;
-	rtrs_path_err_rl(&path->s, "path not up in half_open_timeout_ms, closing it\n");
+	rtrs_path_err_rl(&path->s, "no INFO_REQ in half_open_timeout_ms, closing the path\n");
 	rtrs_srv_close_path(path);
 }
 
@@ -765,6 +765,13 @@ static void rtrs_srv_info_req_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	rtrs_hb_heard(&path->s);
+	/*
+	 * The client did its part.  What remains is ours: allocating and
+	 * registering the chunks, which a slow machine takes tens of seconds
+	 * for, is not charged to the client.  A timeout already running
+	 * closes the path anyway.
+	 */
+	cancel_delayed_work(&path->setup_dwork);
 	queue_work(rtrs_srv_wq, &path->info_work);
 }
 
