@@ -1102,12 +1102,17 @@ static int rtrs_srv_io_req(struct rtrs_srv_con *con, u32 payload)
 /*
  * Heartbeats go on the admin connection of a path that is up, and are
  * answered there: before the path is up, connection 0 may not even exist.
+ * A path being closed still receives those the client sent before it
+ * knew: they are no fault of the client's.
  */
 static int rtrs_srv_hb_imm(struct rtrs_srv_con *con, unsigned int type)
 {
 	struct rtrs_srv_path *path = con_to_path(&con->c);
+	enum rtrs_srv_state state = rtrs_srv_state(path);
 
-	if (con->c.cid || rtrs_srv_state(path) != RTRS_SRV_CONNECTED) {
+	if (state == RTRS_SRV_CLOSING || state == RTRS_SRV_CLOSED)
+		return 0;
+	if (con->c.cid || state != RTRS_SRV_CONNECTED) {
 		rtrs_path_err_rl(&path->s, "heartbeat on connection %u, not 0 of a path up\n",
 				 con->c.cid);
 		trace_rtrs_srv_bad_msg(path, "heartbeat out of place");
