@@ -1347,11 +1347,27 @@ static int rtrs_srv_accept(struct rtrs_srv_con *con)
 	return rdma_accept(con->c.cm_id, &param);
 }
 
+/*
+ * How many requests a connection may have in flight.  The client sends
+ * its IO on connections 1 and up, each at most the session's queue depth
+ * at once; connection 0 carries the handshake, the heartbeats and the
+ * user messages, which the client sizes at RTRS_ADMIN_QUEUE_DEPTH.  Only
+ * connection 0 needs that many: sizing every connection for it would
+ * take 16 times the memory of a queue depth of 32 for nothing.
+ */
+static unsigned int rtrs_srv_con_depth(struct rtrs_srv_path *path,
+				       unsigned int cid)
+{
+	unsigned int depth = path->srv->queue_depth;
+
+	return cid ? depth : max_t(unsigned int, depth, RTRS_ADMIN_QUEUE_DEPTH);
+}
+
 /* Receives: INFO_REQ first on the admin connection, then bare IMMs. */
 static int rtrs_srv_post_recvs(struct rtrs_srv_con *con)
 {
 	struct rtrs_srv_path *path = con_to_path(&con->c);
-	unsigned int i, n = path->srv->queue_depth;
+	unsigned int i, n = rtrs_srv_con_depth(path, con->c.cid);
 	int err;
 
 	if (con->c.cid == 0) {
@@ -1364,7 +1380,7 @@ static int rtrs_srv_post_recvs(struct rtrs_srv_con *con)
 		err = rtrs_iu_post_recv(&con->c, path->info_iu);
 		if (err)
 			return err;
-		n = max_t(unsigned int, n, RTRS_ADMIN_QUEUE_DEPTH) - 1;
+		n--;
 	}
 	for (i = 0; i < n; i++) {
 		err = rtrs_post_recv_empty(&con->c, &rtrs_srv_recv_cqe);
@@ -1398,8 +1414,7 @@ static int rtrs_srv_path_pd(struct rtrs_srv_path *path,
 static int rtrs_srv_create_con(struct rtrs_srv_path *path,
 			       struct rdma_cm_id *cm_id, unsigned int cid)
 {
-	unsigned int depth = max_t(unsigned int, path->srv->queue_depth,
-				   RTRS_ADMIN_QUEUE_DEPTH);
+	unsigned int depth = rtrs_srv_con_depth(path, cid);
 	struct rtrs_srv_con *con;
 	int err;
 
