@@ -287,15 +287,22 @@ rnbd_modules_unload() {
 # write cache, so that flushes and FUA reach it, and discard, which frees
 # its memory: /dev/NAME.
 rnbd_nullb_up() {
+	rnbd_nullb_make "$1" "$2" && rnbd_wait 10 test -b "/dev/$1"
+}
+
+# rnbd_nullb_make NAME MB: the same, without waiting for /dev/NAME.
+rnbd_nullb_make() {
 	local d=/sys/kernel/config/nullb/$1
 
-	modprobe null_blk nr_devices=0 && modprobe configfs || return 1
-	mountpoint -q /sys/kernel/config ||
-		mount -t configfs none /sys/kernel/config || return 1
+	if [ ! -d /sys/kernel/config/nullb ]; then
+		modprobe null_blk nr_devices=0 && modprobe configfs || return 1
+		mountpoint -q /sys/kernel/config ||
+			mount -t configfs none /sys/kernel/config || return 1
+	fi
 	mkdir "$d" || return 1
 	echo "$2" >"$d/size" && echo 1 >"$d/memory_backed" &&
 		echo 1 >"$d/discard" && echo 8 >"$d/cache_size" &&
-		echo 1 >"$d/power" && rnbd_wait 10 test -b "/dev/$1"
+		echo 1 >"$d/power"
 }
 
 rnbd_nullb_down() {
