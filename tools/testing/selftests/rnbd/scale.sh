@@ -80,8 +80,6 @@ srv_state() {
 	sessions=$(find /sys/class/rtrs-server/ -mindepth 1 -maxdepth 1 | wc -l)
 	devices=$(find /sys/class/rnbd-server/ctl/devices/ -mindepth 3 \
 		-maxdepth 3 -path '*/sessions/*' | wc -l)
-	# Without the caches, which come and go with the server's other work.
-	sync && echo 3 >/proc/sys/vm/drop_caches
 	mem=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
 	bad=$(grep -c ' rtrs_srv_bad_msg: ' "$RNBD_TRACEFS/trace")
 	refused=$(grep -c ' rtrs_srv_conn_rejected: ' "$RNBD_TRACEFS/trace")
@@ -95,6 +93,11 @@ srv_answer() {
 	while :; do
 		q=$(rnbd_sync_wait "q.$n" "$RNBD_VM_TIMEOUT") || return 1
 		[ "$q" = stop ] && return 0
+		# Without the caches, which come and go with the server's other
+		# work, where MemAvailable is to be compared.
+		if [ "$q" = memory ]; then
+			sync && echo 3 >/proc/sys/vm/drop_caches
+		fi
 		rnbd_sync_put "a.$n" "$(srv_state)"
 		n=$((n + 1))
 	done
@@ -125,25 +128,34 @@ test_server() {
 # a subshell.
 QUERY_N=/tmp/rnbd-scale.query
 
-# srv_query: the server's state, as srv_state prints it.
-srv_query() {
+# srv_ask WHAT: query WHAT ("state", "memory" or "stop") to the server,
+# under the next number, which it prints.
+srv_ask() {
 	local n
 
 	n=$(($(cat "$QUERY_N" 2>/dev/null || echo 0) + 1))
 	echo "$n" >"$QUERY_N"
-	rnbd_sync_put "q.$n" state
-	rnbd_sync_wait "a.$n" 120
+	rnbd_sync_put "q.$n" "$1"
+	echo "$n"
+}
+
+# srv_query [memory]: the server's state, as srv_state prints it; with
+# "memory", after the server dropped its caches.
+srv_query() {
+	local n
+
+	n=$(srv_ask "${1:-state}") && rnbd_sync_wait "a.$n" 120
 }
 
 # srv_done: the server side stops answering.
 srv_done() {
-	rnbd_sync_put "q.$(($(cat "$QUERY_N" 2>/dev/null || echo 0) + 1))" stop
+	srv_ask stop >/dev/null
 }
 
-# The server's state at each step.
+# The server's state at each step, its memory to compare.
 STATE=/tmp/rnbd-scale.state
 save_state() {
-	srv_query >"$STATE.$1"
+	srv_query memory >"$STATE.$1"
 }
 
 # state_field STEP N: field N (1 sessions, 2 devices, 3 MemAvailable,
@@ -371,12 +383,17 @@ kept_runs_past() {
 	[ "$(kept_runs)" -gt "$1" ]
 }
 
-# io_count DEV...: "DEV IOS" for each, the reads and writes it completed.
+# dev_ios DEV: the reads and writes DEV completed.
+dev_ios() {
+	awk '{ print $1 + $5 }' "/sys/block/$1/stat"
+}
+
+# io_count DEV...: "DEV IOS" for each.
 io_count() {
 	local d
 
 	for d in "$@"; do
-		echo "$d $(awk '{ print $1 + $5 }' "/sys/block/$d/stat")"
+		echo "$d $(dev_ios "$d")"
 	done
 }
 
@@ -385,8 +402,7 @@ io_since() {
 	local d n
 
 	while read -r d n; do
-		[ "$(awk '{ print $1 + $5 }' "/sys/block/$d/stat")" -gt "$n" ] ||
-			return 1
+		[ "$(dev_ios "$d")" -gt "$n" ] || return 1
 	done <"$1"
 }
 
