@@ -4,10 +4,10 @@
 # Fail-over and reconnect under verified IO: the client maps the server's
 # ram disk over two paths and fio writes and verifies it (crc32c) the whole
 # time, while one path at a time is cut and restored: its packets dropped
-# with its link up (netem on the client, an nftables drop of RoCEv2 on the
-# server), its cable pulled (QEMU set_link), closed from the client's and
-# the server's sysfs, removed and added again; and the server's guest is
-# paused long enough for rxe to retry.  Every fio run must pass:
+# with its link up (netem on the client, an nftables drop of the RoCEv2
+# packets that reach the server), its cable pulled (QEMU set_link), closed
+# from the client's and the server's sysfs, removed and added again; and
+# the server's guest is paused long enough for rxe to retry.  Every fio run must pass:
 # the IO of a cut path fails over to the other one, and the cut path comes
 # back by itself.  The figures (time to notice a cut, longest stall of the
 # disk, time to reconnect) are printed as diagnostics.
@@ -32,8 +32,14 @@ RTRS_SRV=/sys/class/rtrs-server/$SESSNAME
 # The server's side: export, then act on the client's requests, then the
 # end of map-lib's server.
 
-# nft_drop PATH add|del: drop or pass RoCEv2 on the server's NIC of PATH,
-# both ways; its link stays up.
+# nft_drop PATH add|del: drop or pass the RoCEv2 packets that reach the
+# server's NIC of PATH; its link stays up.  The client's packets are lost,
+# so are the acknowledgements of the server's: both sides lose the path.
+# Not the server's own packets on the way out: 6.12's rxe takes the error
+# a netfilter drop returns to the sender as a fault of the queue pair, and
+# its GSI queue pair, that of every rdma_cm exchange of the device, would
+# stay in the error state until the device goes (testing.rst).  A wire
+# that loses a packet tells the sender nothing.
 nft_drop() {
 	local dev
 
@@ -41,9 +47,7 @@ nft_drop() {
 	if [ "$2" = add ]; then
 		nft add table inet rnbd_cut &&
 			nft add chain inet rnbd_cut in "{ type filter hook input priority 0; }" &&
-			nft add chain inet rnbd_cut out "{ type filter hook output priority 0; }" &&
-			nft add rule inet rnbd_cut in iifname "$dev" udp dport 4791 drop &&
-			nft add rule inet rnbd_cut out oifname "$dev" udp dport 4791 drop
+			nft add rule inet rnbd_cut in iifname "$dev" udp dport 4791 drop
 	else
 		nft delete table inet rnbd_cut
 	fi
