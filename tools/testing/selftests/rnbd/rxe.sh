@@ -1,13 +1,29 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# Soft-RoCE comes up on the netdev of each path: the rxe device exists, its
-# port is ACTIVE, it sits on the path's netdev and its GID table holds the
-# path's address.  In two guests both sides are checked.
+# The test bed: Soft-RoCE comes up on the netdev of each path (the rxe
+# device exists, its port is ACTIVE, it sits on the path's netdev and its
+# GID table holds the path's address; in two guests both sides are
+# checked), and the guest's CPU has no CMPXCHG16B that QEMU gets wrong
+# (tools/testing/vm/cx16-flags.c).
 #
 # rnbd-vm: topology=one,two
 
 . "$(dirname "$0")/lib.sh"
+
+CX16_FLAGS=$(cd "$(dirname "$0")/../../vm" && pwd)/cx16-flags.c
+
+# cpu_flags_kept: CMPXCHG16B keeps the flags, or the CPU has none (4).
+cpu_flags_kept() {
+	local bin rc
+
+	bin=$(mktemp) || return 1
+	gcc -O2 -o "$bin" "$CX16_FLAGS" || { rm -f "$bin"; return 1; }
+	"$bin"
+	rc=$?
+	rm -f "$bin"
+	[ "$rc" -eq 0 ] || [ "$rc" -eq 4 ]
+}
 
 # check_path N ROLE
 check_path() {
@@ -41,9 +57,11 @@ if [ "$RNBD_ROLE" = server ]; then
 	exit 0
 fi
 
-nr=$((RNBD_NR_PATHS + 2))
+nr=$((RNBD_NR_PATHS + 3))
 [ "$RNBD_TOPOLOGY" = two ] && nr=$((nr + 1))
 ktap_header $nr
+ktap_check "the CPU's CMPXCHG16B keeps the flags, or there is none" \
+	cpu_flags_kept
 ktap_check "rxe devices created" rnbd_rdma_up
 for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
 	ktap_check "path $i: rxe$i ACTIVE on rnbd$i with its address" \
