@@ -1,11 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# `dkms build` of the package for every kernel with headers installed, in a
-# scratch source and dkms tree (the system's dkms tree gets no package; dkms
-# may create its module-signing key there, as on any first use), for kernels
-# that need not be running.  Each build must produce the five modules
-# with the kernel's vermagic.
+# The package's DKMS life on a machine with several kernels, in a scratch
+# source, dkms and install tree (the system's dkms tree gets no package and
+# /lib/modules is not touched; dkms may create its module-signing key in
+# /var/lib/dkms, as on any first use):
+#  - `dkms install` for the first kernel with headers, as the package's
+#    postinst does for the running one;
+#  - `dkms autoinstall` for every other, as the hook of Debian's dkms
+#    (/etc/kernel/header_postinst.d/dkms) does when a kernel's headers come
+#    after the package: it builds only what AUTOINSTALL asks for.
+# Each kernel must get the five modules, with its vermagic, and no other.
 
 set -u
 
@@ -36,42 +41,61 @@ mkdir -p "$TMP/src/$NAME-$VERSION" "$TMP/tree"
 sed -i "s/#MODULE_VERSION#/$VERSION/" "$TMP/src/$NAME-$VERSION/dkms.conf"
 
 dkms_do() {
-	dkms "$@" -m "$NAME" -v "$VERSION" --sourcetree "$TMP/src" \
-		--dkmstree "$TMP/tree"
+	dkms "$@" --sourcetree "$TMP/src" --dkmstree "$TMP/tree" \
+		--installtree "$TMP/inst" --no-depmod
 }
 
-built=0
+# check_modules KVER: the five modules, and only they, installed for KVER.
+check_modules() {
+	local dir=$TMP/inst/$1/updates/dkms others m ko rc=0
+
+	others=$(find "$TMP/inst/$1" -name '*.ko*' -printf '%f\n' |
+		grep -vxE "(${MODULES// /|})\.ko.*")
+	[ -z "$others" ] ||
+		{ echo "$1: the package has other modules: ${others//$'\n'/ }"; rc=1; }
+	for m in $MODULES; do
+		ko=$(find "$dir" -name "$m.ko*" 2>/dev/null | head -n1)
+		if [ -z "$ko" ]; then
+			echo "$1: $m.ko was not installed"
+			rc=1
+		elif [ "$(modinfo -F vermagic "$ko" | cut -d' ' -f1)" != "$1" ]; then
+			echo "$1: $m.ko has the wrong vermagic"
+			rc=1
+		fi
+	done
+	return $rc
+}
+
+done_for=0
 fail=0
-dkms_do add >"$TMP/add.log" 2>&1 || { cat "$TMP/add.log"; exit 1; }
+dkms_do add -m "$NAME" -v "$VERSION" >"$TMP/add.log" 2>&1 ||
+	{ cat "$TMP/add.log"; exit 1; }
 for kdir in /lib/modules/*/build; do
 	[ -f "$kdir/Makefile" ] || continue
 	kver=$(basename "$(dirname "$kdir")")
-	if ! dkms_do build -k "$kver" --kernelsourcedir "$kdir" >"$TMP/build.log" 2>&1; then
-		echo "$kver: dkms build failed"
-		tail -n 20 "$TMP/build.log"
+	mkdir -p "$TMP/inst/$kver"
+	if [ $done_for -eq 0 ]; then
+		how=install
+		dkms_do install -m "$NAME" -v "$VERSION" -k "$kver" \
+			>"$TMP/dkms.log" 2>&1
+	else
+		how=autoinstall
+		dkms_do autoinstall -k "$kver" >"$TMP/dkms.log" 2>&1
+	fi
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		echo "$kver: dkms $how failed"
+		tail -n 20 "$TMP/dkms.log"
 		tail -n 20 "$TMP/tree/$NAME/$VERSION/build/make.log" 2>/dev/null
 		fail=1
-		continue
-	fi
-	# The five and nothing else: no test module is packaged.
-	others=$(find "$TMP/tree/$NAME/$VERSION/$kver" -name '*.ko*' -printf '%f\n' |
-		grep -vxE "(${MODULES// /|})\.ko.*")
-	if [ -n "$others" ]; then
-		echo "$kver: the package has other modules: ${others//$'\n'/ }"
+	elif check_modules "$kver"; then
+		echo "$kver: dkms $how: installed"
+	else
 		fail=1
 	fi
-	for m in $MODULES; do
-		ko=$(find "$TMP/tree/$NAME/$VERSION/$kver" -name "$m.ko*" | head -n1)
-		if [ -z "$ko" ]; then
-			echo "$kver: $m.ko was not built"
-			fail=1
-		elif [ "$(modinfo -F vermagic "$ko" | cut -d' ' -f1)" != "$kver" ]; then
-			echo "$kver: $m.ko has the wrong vermagic"
-			fail=1
-		fi
-	done
-	echo "$kver: built"
-	built=$((built + 1))
+	done_for=$((done_for + 1))
 done
-[ $built -gt 0 ] || { echo "no kernel headers installed"; exit 1; }
+[ $done_for -gt 0 ] || { echo "no kernel headers installed"; exit 1; }
+[ $done_for -gt 1 ] ||
+	echo "only one kernel has headers: dkms autoinstall not tried"
 exit $fail
