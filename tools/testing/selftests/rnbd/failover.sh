@@ -5,7 +5,8 @@
 # ram disk over two paths and fio writes and verifies it (crc32c) the whole
 # time, while one path at a time is cut and restored: its packets dropped
 # with its link up (netem on the client, an nftables drop of the RoCEv2
-# packets that reach the server), its cable pulled (QEMU set_link), closed
+# packets that reach the server), its cable pulled (QEMU set_link, where
+# rxe survives it: rnbd_cable in lib.sh), closed
 # from the client's and the server's sysfs, removed and added again; and
 # the server's guest is paused long enough for rxe to retry.  Every fio run must pass:
 # the IO of a cut path fails over to the other one, and the cut path comes
@@ -13,7 +14,7 @@
 # disk, time to reconnect) are printed as diagnostics.
 #
 #   FAILOVER_CUTS   cuts by netem (default 6; and 2 by nftables: eight with
-#                   the link up, then 2 by set_link)
+#                   the link up, then 2 cable pulls)
 #   PAUSES          pauses of the server's guest, PAUSE_S each (default 4)
 #
 # rnbd-vm: topology=two
@@ -277,7 +278,7 @@ cut() {
 	case $kind in
 	netem) tc qdisc add dev "$(rnbd_path_netdev "$i")" root netem loss 100% ;;
 	nft) server nft_drop "$i" add ;;
-	link) rnbd_host set_link "p$i" off ;;
+	link) rnbd_cable "$i" off ;;
 	esac || { echo "cannot cut path $i by $kind"; return 1; }
 	rnbd_wait 120 rnbd_path_is "$i" disconnected ||
 		{ echo "path $i still $(rnbd_path_state "$i") 120 s after the cut"; return 1; }
@@ -286,7 +287,7 @@ cut() {
 	case $kind in
 	netem) tc qdisc del dev "$(rnbd_path_netdev "$i")" root netem ;;
 	nft) server nft_drop "$i" del ;;
-	link) rnbd_host set_link "p$i" on ;;
+	link) rnbd_cable "$i" on ;;
 	esac || { echo "cannot restore path $i"; return 1; }
 	t2=$(now)
 	rnbd_wait 120 rnbd_path_is "$i" connected ||
@@ -462,7 +463,7 @@ test_client() {
 	ktap_check "$FAILOVER_CUTS cuts by netem loss 100% on the client" \
 		cuts netem "$FAILOVER_CUTS"
 	ktap_check "2 cuts by an nftables drop on the server" cuts nft 2
-	ktap_check "2 cuts by QEMU set_link off" cuts link 2
+	ktap_check "2 cable pulls by $(rnbd_cable_how)" cuts link 2
 	ktap_check "server: two paths, none left over" server srv_paths 2
 	ktap_check "stats: a reconnect per cut, fail-overs; reset_all clears them" \
 		stats_match $((FAILOVER_CUTS + 4))

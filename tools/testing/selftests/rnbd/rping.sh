@@ -114,26 +114,16 @@ ping_fails() {
 	! timeout 30 rping -c -C 1 -a "$(rnbd_path_addr "$1" server)" >/dev/null 2>&1
 }
 
-carrier() {
-	[ "$(cat "/sys/class/net/$(rnbd_path_netdev "$1")/carrier")" = "$2" ]
-}
-
-# link PATH on|off: the host pulls or plugs the cable of PATH.
-link() {
-	rnbd_host set_link "p$1" "$2" &&
-		rnbd_wait 20 carrier "$1" "$([ "$2" = on ] && echo 1 || echo 0)"
-}
-
 test_client() {
 	ktap_header 8
 	ktap_check "rxe up" rnbd_rdma_up
 	rnbd_sync_wait listening 120 >/dev/null
 	ktap_check "path 0: rping" ping_path 0
 	ktap_check "path 1: rping" ping_path 1
-	ktap_check "path 1: link down" link 1 off
+	ktap_check "path 1: link down" rnbd_link 1 off
 	ktap_check "path 1: rping fails while its link is down" ping_fails 1
 	ktap_check "path 0: rping still passes" ping_path 0
-	ktap_check "path 1: link up" link 1 on
+	ktap_check "path 1: link up" rnbd_link 1 on
 	ktap_check "path 1: rping passes again" rnbd_wait 60 ping_path 1
 	rnbd_sync_put client-done
 	ktap_finish
