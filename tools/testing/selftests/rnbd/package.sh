@@ -11,7 +11,7 @@
 # verifies through the links; the unit's stop unmaps them and the links
 # go.  apt remove takes the modules and leaves only the admin's
 # configuration files, and purge those too: no file the package listed is
-# left.
+# left, and the system is as it was before the install.
 #
 # Needs RNBD_TEST_DEB, the package (make check sets it and builds the
 # package for the selftests that use it).
@@ -213,6 +213,32 @@ server_down() {
 	modprobe -r rnbd-client rnbd-server rtrs-client rtrs-server rtrs-core
 }
 
+# The system as the package must leave it once purged: every name under
+# the trees that DKMS, a package's maintainer scripts or its services
+# write to, and what each file of /etc holds; the files the package
+# installs are the purge check's (dpkg -L).  Left out: dpkg's and apt's
+# own records, and DKMS's module-signing key, which dkms makes on its
+# first build of any package and keeps.  Not all of /usr: the guest reads
+# the host's root over 9p, where listing all of it twice took 5 minutes.
+TREES="/etc /lib/modules /var/lib /usr/local /usr/bin /usr/sbin /opt /srv"
+tree() {
+	# shellcheck disable=SC2086 # a list of directories
+	find $TREES -path /var/lib/dpkg -prune -o -path /var/lib/apt -prune \
+		-o -path '/var/lib/dkms/mok.*' -prune -o -print 2>/dev/null |
+		sort
+	find /usr/src -maxdepth 1 | sort
+	find /etc -type f -exec md5sum {} + 2>/dev/null | sort -k 2
+}
+
+# as_before: the system is as tree printed it before the install.
+as_before() {
+	tree >"$RUN/tree.after"
+	diff "$RUN/tree.before" "$RUN/tree.after" >"$RUN/tree.diff" && return 0
+	echo "what differs (<: before the install, >: after the purge):"
+	grep '^[<>]' "$RUN/tree.diff" | head -n 40
+	return 1
+}
+
 # removed KEEP remove|purge STATE: apt-get remove or purge leaves the
 # package in STATE and nothing of it but the files of KEEP (a remove's
 # configuration files): no module of any kernel, no source, nothing in
@@ -240,7 +266,8 @@ removed() {
 	return $left
 }
 
-ktap_header 11
+ktap_header 12
+tree >"$RUN/tree.before"
 ktap_check "apt installs the package, DKMS builds for $KVER" install_package
 ktap_check "the five modules in DKMS's tree, for $KVER" built_for "$KVER"
 ktap_check "modprobe finds them there (modinfo -n)" from_dkms_tree
@@ -258,5 +285,7 @@ ktap_check "apt remove: no module, source or DKMS state left, only conffiles" \
 	removed "$(dpkg-query -W -f='${Conffiles}\n' rnbd-dkms | awk 'NF { print $1 }')" \
 	remove config-files
 ktap_check "apt purge: no file of the package left" removed "" purge not-installed
+ktap_check "the system as before the install: no file left, none gone, /etc the same" \
+	as_before
 rm -rf "$RUN" /etc/rnbdtab
 ktap_finish
