@@ -101,6 +101,62 @@ static ssize_t max_reconnect_attempts_store(struct device *dev,
 }
 static DEVICE_ATTR_RW(max_reconnect_attempts);
 
+/*
+ * Heartbeats: how often each path of the session sends one, and how many
+ * unanswered in a row close the path.  The defaults close a path that
+ * stopped answering after 25 to 30 s, as upstream's; 1000 and 3 after 3
+ * to 4 s.  A change applies from each path's next heartbeat.
+ */
+static ssize_t hb_interval_ms_show(struct device *dev,
+				   struct device_attribute *attr, char *page)
+{
+	return sysfs_emit(page, "%u\n",
+			  READ_ONCE(to_clt_sess(dev)->hb_interval_ms));
+}
+
+static ssize_t hb_interval_ms_store(struct device *dev,
+				    struct device_attribute *attr,
+				    const char *buf, size_t count)
+{
+	unsigned int val;
+
+	if (kstrtouint(buf, 10, &val) || val < RTRS_CLT_HB_INTERVAL_MIN_MS ||
+	    val > RTRS_CLT_HB_INTERVAL_MAX_MS) {
+		pr_err_ratelimited("hb_interval_ms: '%.*s' is not %u to %u\n",
+				   (int)strcspn(buf, "\n"), buf,
+				   RTRS_CLT_HB_INTERVAL_MIN_MS,
+				   RTRS_CLT_HB_INTERVAL_MAX_MS);
+		return -EINVAL;
+	}
+	rtrs_clt_set_hb(to_clt_sess(dev), val, 0);
+	return count;
+}
+static DEVICE_ATTR_RW(hb_interval_ms);
+
+static ssize_t hb_missed_max_show(struct device *dev,
+				  struct device_attribute *attr, char *page)
+{
+	return sysfs_emit(page, "%u\n",
+			  READ_ONCE(to_clt_sess(dev)->hb_missed_max));
+}
+
+static ssize_t hb_missed_max_store(struct device *dev,
+				   struct device_attribute *attr,
+				   const char *buf, size_t count)
+{
+	unsigned int val;
+
+	if (kstrtouint(buf, 10, &val) || !val || val > RTRS_CLT_HB_MISSED_MAX) {
+		pr_err_ratelimited("hb_missed_max: '%.*s' is not 1 to %u\n",
+				   (int)strcspn(buf, "\n"), buf,
+				   RTRS_CLT_HB_MISSED_MAX);
+		return -EINVAL;
+	}
+	rtrs_clt_set_hb(to_clt_sess(dev), 0, val);
+	return count;
+}
+static DEVICE_ATTR_RW(hb_missed_max);
+
 static ssize_t add_path_show(struct device *dev,
 			     struct device_attribute *attr, char *page)
 {
@@ -133,6 +189,8 @@ static DEVICE_ATTR_RW(add_path);
 
 static struct attribute *rtrs_clt_sess_attrs[] = {
 	&dev_attr_add_path.attr,
+	&dev_attr_hb_interval_ms.attr,
+	&dev_attr_hb_missed_max.attr,
 	&dev_attr_max_reconnect_attempts.attr,
 	&dev_attr_mpath_policy.attr,
 	&dev_attr_queue_depth.attr,

@@ -1911,6 +1911,8 @@ rtrs_clt_alloc_sess(const struct rtrs_clt_ops *ops,
 	sess->reconnect_delay_ms = (args->reconnect_delay_sec ?:
 				    RTRS_CLT_RECONNECT_DELAY_SEC) * MSEC_PER_SEC;
 	sess->max_reconnect_attempts = args->max_reconnect_attempts;
+	sess->hb_interval_ms = RTRS_HB_INTERVAL_MS;
+	sess->hb_missed_max = RTRS_HB_MISSED_MAX;
 	sess->mp_policy = RTRS_CLT_MP_MIN_INFLIGHT;
 	sess->max_io_size = U32_MAX;
 	sess->max_segments = U32_MAX;
@@ -1984,6 +1986,27 @@ static void rtrs_clt_unlist_path(struct rtrs_clt_path *path)
 	WRITE_ONCE(path->state, RTRS_CLT_DEAD);
 }
 
+/*
+ * The heartbeat settings of @sess, for its paths and those to come; a 0
+ * leaves that one as it is.
+ */
+void rtrs_clt_set_hb(struct rtrs_clt_sess *sess, unsigned int interval_ms,
+		     unsigned int missed_max)
+{
+	struct rtrs_clt_path *path;
+
+	mutex_lock(&sess->paths_mutex);
+	/* Their sysfs files read them without the mutex. */
+	if (interval_ms)
+		WRITE_ONCE(sess->hb_interval_ms, interval_ms);
+	if (missed_max)
+		WRITE_ONCE(sess->hb_missed_max, missed_max);
+	list_for_each_entry(path, &sess->paths, entry)
+		rtrs_hb_set(&path->s, sess->hb_interval_ms,
+			    sess->hb_missed_max);
+	mutex_unlock(&sess->paths_mutex);
+}
+
 /* A new path; on failure it is gone again. */
 static int rtrs_clt_add_path(struct rtrs_clt_sess *sess,
 			     const struct rtrs_addr *addr)
@@ -1996,6 +2019,7 @@ static int rtrs_clt_add_path(struct rtrs_clt_sess *sess,
 	if (!path)
 		return -ENOMEM;
 	mutex_lock(&sess->paths_mutex);
+	rtrs_hb_set(&path->s, sess->hb_interval_ms, sess->hb_missed_max);
 	list_add_tail_rcu(&path->entry, &sess->paths);
 	mutex_unlock(&sess->paths_mutex);
 

@@ -49,6 +49,11 @@ enum rtrs_clt_mp_policy {
 #define RTRS_CLT_RECONNECT_FOREVER	(-1)
 #define RTRS_CLT_MAX_RECONNECT_ATTEMPTS	9999
 
+/* What a session's sysfs takes for its heartbeats. */
+#define RTRS_CLT_HB_INTERVAL_MIN_MS	100
+#define RTRS_CLT_HB_INTERVAL_MAX_MS	60000
+#define RTRS_CLT_HB_MISSED_MAX		100
+
 /**
  * struct rtrs_permit - the right to one IO in flight, and its chunk on the
  *			server
@@ -87,7 +92,11 @@ struct rtrs_permit {
  * @reconnect_delay_ms: base delay before a closed path reconnects
  * @max_reconnect_attempts: failed attempts in a row after which a path
  *			    stays closed; RTRS_CLT_RECONNECT_FOREVER
- * @paths_mutex: serialises changes of @paths
+ * @hb_interval_ms: heartbeat period of the session's paths
+ * @hb_missed_max: unanswered heartbeats in a row that close a path; each
+ *		   path keeps a copy of both, set under @paths_mutex
+ * @paths_mutex: serialises changes of @paths, and of the heartbeat
+ *		 settings with their copies in the paths
  * @paths: the paths, RCU list; readers pick one for each IO
  * @paths_kobj: /sys/class/rtrs-client/<sessname>/paths
  * @mp_policy: an enum rtrs_clt_mp_policy
@@ -115,7 +124,9 @@ struct rtrs_clt_sess {
 	struct work_struct link_work;
 	unsigned int reconnect_delay_ms;
 	int max_reconnect_attempts;
-	struct mutex paths_mutex;	/* protects paths' changes */
+	unsigned int hb_interval_ms;
+	unsigned int hb_missed_max;
+	struct mutex paths_mutex;	/* protects paths' changes, hb_* */
 	struct list_head paths;
 	struct kobject *paths_kobj;
 	int mp_policy;
@@ -301,6 +312,8 @@ enum rtrs_clt_state rtrs_clt_path_state(struct rtrs_clt_path *path);
 void rtrs_clt_free_path(struct rtrs_clt_path *path);
 int rtrs_clt_add_path_sysfs(struct rtrs_clt_sess *sess,
 			    const struct rtrs_addr *addr);
+void rtrs_clt_set_hb(struct rtrs_clt_sess *sess, unsigned int interval_ms,
+		     unsigned int missed_max);
 int rtrs_clt_disconnect_path(struct rtrs_clt_path *path);
 int rtrs_clt_reconnect_path(struct rtrs_clt_path *path);
 int rtrs_clt_remove_path(struct rtrs_clt_path *path,

@@ -372,9 +372,10 @@ static inline enum ib_send_flags rtrs_con_sig_flags(struct rtrs_con *con)
  *		    row went unanswered
  * @hb_wq: runs @hb_dwork
  * @hb_dwork: sends a heartbeat every @hb_interval_ms
- * @hb_interval_ms: heartbeat period
+ * @hb_interval_ms: heartbeat period; may change while heartbeats run
+ *		    (rtrs_hb_set())
  * @hb_missed_cnt: heartbeats sent since the peer was last heard from
- * @hb_missed_max: tolerated unanswered heartbeats
+ * @hb_missed_max: tolerated unanswered heartbeats; as @hb_interval_ms
  * @hb_last_sent: when the last heartbeat was sent
  * @hb_cur_latency: round trip of the last answered heartbeat
  */
@@ -420,6 +421,8 @@ int rtrs_sysfs_write_one(const struct rtrs_path *path, const char *pathname,
 void rtrs_hb_init(struct rtrs_path *path, struct ib_cqe *cqe,
 		  void (*err_handler)(struct rtrs_path *path),
 		  struct workqueue_struct *wq);
+void rtrs_hb_set(struct rtrs_path *path, unsigned int interval_ms,
+		 unsigned int missed_max);
 void rtrs_hb_start(struct rtrs_path *path);
 void rtrs_hb_stop(struct rtrs_path *path);
 void rtrs_hb_send_ack(struct rtrs_path *path);

@@ -480,7 +480,7 @@ static void rtrs_hb_work(struct work_struct *work)
 	u32 missed = READ_ONCE(path->hb_missed_cnt);
 	int err;
 
-	if (missed >= path->hb_missed_max) {
+	if (missed >= READ_ONCE(path->hb_missed_max)) {
 		rtrs_path_err(path, "%u heartbeats missed, closing the path\n",
 			      missed);
 		path->hb_err_handler(path);
@@ -497,7 +497,7 @@ static void rtrs_hb_work(struct work_struct *work)
 		return;
 	}
 	queue_delayed_work(path->hb_wq, &path->hb_dwork,
-			   msecs_to_jiffies(path->hb_interval_ms));
+			   msecs_to_jiffies(READ_ONCE(path->hb_interval_ms)));
 }
 
 void rtrs_hb_init(struct rtrs_path *path, struct ib_cqe *cqe,
@@ -513,11 +513,23 @@ void rtrs_hb_init(struct rtrs_path *path, struct ib_cqe *cqe,
 }
 EXPORT_SYMBOL_GPL(rtrs_hb_init);
 
+/*
+ * Heartbeats may be running: the next beat takes the new values, the one
+ * already scheduled keeps its time.
+ */
+void rtrs_hb_set(struct rtrs_path *path, unsigned int interval_ms,
+		 unsigned int missed_max)
+{
+	WRITE_ONCE(path->hb_interval_ms, interval_ms);
+	WRITE_ONCE(path->hb_missed_max, missed_max);
+}
+EXPORT_SYMBOL_GPL(rtrs_hb_set);
+
 void rtrs_hb_start(struct rtrs_path *path)
 {
 	WRITE_ONCE(path->hb_missed_cnt, 0);
 	queue_delayed_work(path->hb_wq, &path->hb_dwork,
-			   msecs_to_jiffies(path->hb_interval_ms));
+			   msecs_to_jiffies(READ_ONCE(path->hb_interval_ms)));
 }
 EXPORT_SYMBOL_GPL(rtrs_hb_start);
 

@@ -8,7 +8,9 @@
 # packets that reach the server), its cable pulled (QEMU set_link, where
 # rxe survives it: rnbd_cable in lib.sh), closed
 # from the client's and the server's sysfs, removed and added again; and
-# the server's guest is paused long enough for rxe to retry.  Every fio run must pass:
+# the server's guest is paused long enough for rxe to retry; then, with
+# the IO done, the client's heartbeats set to 1000 ms x 3 must close a
+# path gone silent in under 5 s.  Every fio run must pass:
 # the IO of a cut path fails over to the other one, and the cut path comes
 # back by itself.  The figures (time to notice a cut, longest stall of the
 # disk, time to reconnect) are printed as diagnostics.
@@ -33,9 +35,10 @@ RTRS_SRV=/sys/class/rtrs-server/$SESSNAME
 # The server's side: export, then act on the client's requests, then the
 # end of map-lib's server.
 
-# nft_drop PATH add|del: drop or pass the RoCEv2 packets that reach the
-# server's NIC of PATH; its link stays up.  The client's packets are lost,
-# so are the acknowledgements of the server's: both sides lose the path.
+# nft_drop PATH add|del: drop or pass the RoCEv2 packets that reach this
+# guest's NIC of PATH; its link stays up.  On the server: the client's
+# packets are lost, so are the acknowledgements of the server's, and both
+# sides lose the path.  The client uses it too (hb_silent_path).
 # Not the server's own packets on the way out: 6.12's rxe takes the error
 # a netfilter drop returns to the sender as a fault of the queue pair, and
 # its GSI queue pair, that of every rdma_cm exchange of the device, would
@@ -46,9 +49,14 @@ nft_drop() {
 
 	dev=$(rnbd_path_netdev "$1")
 	if [ "$2" = add ]; then
-		nft add table inet rnbd_cut &&
-			nft add chain inet rnbd_cut in "{ type filter hook input priority 0; }" &&
-			nft add rule inet rnbd_cut in iifname "$dev" udp dport 4791 drop
+		nft -f - <<-EOF
+		table inet rnbd_cut {
+			chain in {
+				type filter hook input priority 0;
+				iifname "$dev" udp dport 4791 drop
+			}
+		}
+		EOF
 	else
 		nft delete table inet rnbd_cut
 	fi
@@ -448,8 +456,55 @@ last_path_stays() {
 	add_path 1
 }
 
+# The client's heartbeats: bad settings refused, the defaults upstream's;
+# at 1000 ms x 3, PATH (idle) gone silent both ways (netem on what the
+# client sends, nftables on what it gets) is closed by its heartbeats, 3
+# missed, within HB_CLOSE_S of the cut being in place by the kernel's
+# clock (at 5000 ms x 5 it would be 5 missed, after 25 s or more), and
+# connects again once it is back.
+HB_CLOSE_S=5
+hb_silent_path() {
+	local i=$1 rc=0 took from_start
+
+	rnbd_write_refused "$SESS/hb_interval_ms" 99 "Invalid argument" \
+		"hb_interval_ms: '99' is not 100 to 60000" || return 1
+	rnbd_write_refused "$SESS/hb_missed_max" 0 "Invalid argument" \
+		"hb_missed_max: '0' is not 1 to 100" || return 1
+	[ "$(cat "$SESS/hb_interval_ms") $(cat "$SESS/hb_missed_max")" = "5000 5" ] ||
+		{ echo "heartbeats $(cat "$SESS/hb_interval_ms") ms x $(cat "$SESS/hb_missed_max"), not 5000 x 5"; return 1; }
+	echo 1000 >"$SESS/hb_interval_ms" && echo 3 >"$SESS/hb_missed_max" ||
+		return 1
+	# The beat the old interval scheduled.
+	sleep 6
+	rnbd_path_is "$i" connected || { echo "path $i is $(rnbd_path_state "$i")"; return 1; }
+	echo "rnbd-test: path $i cut" >/dev/kmsg
+	tc qdisc add dev "$(rnbd_path_netdev "$i")" root netem loss 100% &&
+		nft_drop "$i" add || return 1
+	echo "rnbd-test: path $i silent" >/dev/kmsg
+	rnbd_wait 60 rnbd_path_is "$i" disconnected || rc=1
+	tc qdisc del dev "$(rnbd_path_netdev "$i")" root netem
+	nft_drop "$i" del
+	echo 5000 >"$SESS/hb_interval_ms" && echo 5 >"$SESS/hb_missed_max" || rc=1
+	[ $rc -eq 0 ] || { echo "path $i still $(rnbd_path_state "$i") 60 s after the cut"; return 1; }
+	# Seconds from the start of the cut and from its end (netem, then
+	# nftables: a second or more under TCG) to the close.
+	read -r from_start took < <(dmesg | awk -v p="rnbd-test: path $i " '
+		function t() { s = $0; sub(/^\[ */, "", s); sub(/\].*/, "", s); return s }
+		index($0, p "cut") { t0 = t(); next }
+		index($0, p "silent") { t1 = t(); next }
+		t1 != "" && /rtrs_core: .*: 3 heartbeats missed, closing the path/ {
+			printf "%.1f %.1f\n", t() - t0, t() - t1; exit }')
+	[ -n "$took" ] ||
+		{ echo "path $i was not closed by its heartbeats:"; dmesg | tail -n 5; return 1; }
+	echo "path $i closed by its heartbeats $took s after the cut was in place ($from_start s after it began)"
+	awk -v t="$took" -v max="$HB_CLOSE_S" 'BEGIN { exit !(t < max) }' ||
+		{ echo "not within $HB_CLOSE_S s"; return 1; }
+	rnbd_wait 120 rnbd_path_is "$i" connected ||
+		{ echo "path $i did not reconnect in 120 s"; return 1; }
+}
+
 test_client() {
-	ktap_header 25
+	ktap_header 26
 	pattern "$TOKEN" "$PATTERN"
 	rm -f "$PATTERN.written"
 	ktap_check "rxe up" rnbd_rdma_up
@@ -477,6 +532,8 @@ test_client() {
 		pauses "$PAUSES"
 	ktap_check "remove_path refuses the last path" last_path_stays
 	ktap_check "fio: every run verified, no IO error" io_stop
+	ktap_check "heartbeats of 1000 ms x 3 close a silent path in under $HB_CLOSE_S s" \
+		hb_silent_path 1
 	server end >/dev/null 2>&1
 	ktap_check "1 MiB pattern written at $PATTERN_AT_MB MiB, read back" final_view
 	ktap_check "unmap_device normal" unmap
