@@ -101,6 +101,18 @@ static ssize_t max_reconnect_attempts_store(struct device *dev,
 }
 static DEVICE_ATTR_RW(max_reconnect_attempts);
 
+/* @buf as a number from @min to @max, or -EINVAL and a line naming @name. */
+static int rtrs_clt_parse_hb(const char *name, const char *buf,
+			     unsigned int min, unsigned int max,
+			     unsigned int *val)
+{
+	if (!kstrtouint(buf, 10, val) && *val >= min && *val <= max)
+		return 0;
+	pr_err_ratelimited("%s: '%.*s' is not %u to %u\n", name,
+			   (int)strcspn(buf, "\n"), buf, min, max);
+	return -EINVAL;
+}
+
 /*
  * Heartbeats: how often each path of the session sends one, and how many
  * unanswered in a row close the path.  The defaults close a path that
@@ -119,15 +131,13 @@ static ssize_t hb_interval_ms_store(struct device *dev,
 				    const char *buf, size_t count)
 {
 	unsigned int val;
+	int err;
 
-	if (kstrtouint(buf, 10, &val) || val < RTRS_CLT_HB_INTERVAL_MIN_MS ||
-	    val > RTRS_CLT_HB_INTERVAL_MAX_MS) {
-		pr_err_ratelimited("hb_interval_ms: '%.*s' is not %u to %u\n",
-				   (int)strcspn(buf, "\n"), buf,
-				   RTRS_CLT_HB_INTERVAL_MIN_MS,
-				   RTRS_CLT_HB_INTERVAL_MAX_MS);
-		return -EINVAL;
-	}
+	err = rtrs_clt_parse_hb(attr->attr.name, buf,
+				RTRS_CLT_HB_INTERVAL_MIN_MS,
+				RTRS_CLT_HB_INTERVAL_MAX_MS, &val);
+	if (err)
+		return err;
 	rtrs_clt_set_hb(to_clt_sess(dev), val, 0);
 	return count;
 }
@@ -145,13 +155,12 @@ static ssize_t hb_missed_max_store(struct device *dev,
 				   const char *buf, size_t count)
 {
 	unsigned int val;
+	int err;
 
-	if (kstrtouint(buf, 10, &val) || !val || val > RTRS_CLT_HB_MISSED_MAX) {
-		pr_err_ratelimited("hb_missed_max: '%.*s' is not 1 to %u\n",
-				   (int)strcspn(buf, "\n"), buf,
-				   RTRS_CLT_HB_MISSED_MAX);
-		return -EINVAL;
-	}
+	err = rtrs_clt_parse_hb(attr->attr.name, buf, 1,
+				RTRS_CLT_HB_MISSED_MAX, &val);
+	if (err)
+		return err;
 	rtrs_clt_set_hb(to_clt_sess(dev), 0, val);
 	return count;
 }
