@@ -284,7 +284,7 @@ cut() {
 	rnbd_path_is "$i" connected || { echo "path $i is $(rnbd_path_state "$i")"; return 1; }
 	t0=$(now)
 	case $kind in
-	netem) tc qdisc add dev "$(rnbd_path_netdev "$i")" root netem loss 100% ;;
+	netem) rnbd_netem_drop "$i" on ;;
 	nft) server nft_drop "$i" add ;;
 	link) rnbd_cable "$i" off ;;
 	esac || { echo "cannot cut path $i by $kind"; return 1; }
@@ -293,7 +293,7 @@ cut() {
 	t1=$(now)
 	io_flows || { echo "no IO completes with path $i down"; return 1; }
 	case $kind in
-	netem) tc qdisc del dev "$(rnbd_path_netdev "$i")" root netem ;;
+	netem) rnbd_netem_drop "$i" off ;;
 	nft) server nft_drop "$i" del ;;
 	link) rnbd_cable "$i" on ;;
 	esac || { echo "cannot restore path $i"; return 1; }
@@ -478,11 +478,10 @@ hb_silent_path() {
 	sleep 6
 	rnbd_path_is "$i" connected || { echo "path $i is $(rnbd_path_state "$i")"; return 1; }
 	echo "rnbd-test: path $i cut" >/dev/kmsg
-	tc qdisc add dev "$(rnbd_path_netdev "$i")" root netem loss 100% &&
-		nft_drop "$i" add || return 1
+	rnbd_netem_drop "$i" on && nft_drop "$i" add || return 1
 	echo "rnbd-test: path $i silent" >/dev/kmsg
 	rnbd_wait 60 rnbd_path_is "$i" disconnected || rc=1
-	tc qdisc del dev "$(rnbd_path_netdev "$i")" root netem
+	rnbd_netem_drop "$i" off
 	nft_drop "$i" del
 	echo 5000 >"$SESS/hb_interval_ms" && echo 5 >"$SESS/hb_missed_max" || rc=1
 	[ $rc -eq 0 ] || { echo "path $i still $(rnbd_path_state "$i") 60 s after the cut"; return 1; }
@@ -511,7 +510,6 @@ test_client() {
 	server_ready >/dev/null 2>&1
 	ktap_check "server: exports a $DISK_MB MiB ram disk" test -n "$SERVER_DISK"
 	ktap_check "rtrs-client and rnbd-client load" client_modules_load
-	modprobe sch_netem
 	ktap_check "map_device over both paths" map
 	ktap_check "both paths connected" rnbd_paths_connected
 	ktap_check "fio verify starts" io_start

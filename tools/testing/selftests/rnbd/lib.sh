@@ -218,19 +218,30 @@ rnbd_rxe_survives_pull() {
 	[ "$major" -lt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -le 1 ]; }
 }
 
+# rnbd_netem_drop PATH on|off: drop (netem loss 100%) or pass again what
+# this guest sends on PATH.  netem reports a dropped packet as sent, so
+# the sender's rxe sees no local error.
+rnbd_netem_drop() {
+	local dev
+
+	dev=$(rnbd_path_netdev "$1")
+	if [ "$2" = on ]; then
+		modprobe sch_netem && tc qdisc add dev "$dev" root netem loss 100%
+	else
+		tc qdisc del dev "$dev" root netem
+	fi
+}
+
 # rnbd_cable PATH on|off, on the client: the cable of PATH pulled or
 # plugged; where rxe does not survive that, what the client sends on PATH
 # is dropped instead (netem loss 100%): for RTRS the same lost path, without
 # the carrier loss.  rnbd_cable_how says which.
 rnbd_cable() {
-	local dev
-
 	rnbd_rxe_survives_pull && { rnbd_link "$@"; return; }
-	dev=$(rnbd_path_netdev "$1")
 	if [ "$2" = off ]; then
-		modprobe sch_netem && tc qdisc add dev "$dev" root netem loss 100%
+		rnbd_netem_drop "$1" on
 	else
-		tc qdisc del dev "$dev" root netem
+		rnbd_netem_drop "$1" off
 	fi
 }
 
