@@ -149,24 +149,30 @@ static void rnbd_clt_msg_conf(void *priv, int errno)
 }
 
 /*
- * Send @msg; for a READ, the server's answer lands in @rsp (kmalloc'ed).
- * With @epoch, only while the session is still in that epoch: a message
- * naming a device by its id must not reach the next epoch's server
- * session, where the id may be another device's.  The check and the send
- * are one RCU read section, which rnbd_clt_link_ev() waits for.
+ * Send @msg; with @rsp (kmalloc'ed), as a READ whose answer from the
+ * server lands in @rsp, else as a WRITE.  With @epoch, only while the
+ * session is still in that epoch: a message naming a device by its id must
+ * not reach the next epoch's server session, where the id may be another
+ * device's.  The check and the send are one RCU read section, which
+ * rnbd_clt_link_ev() waits for.
  */
-static int rnbd_clt_send_msg(struct rnbd_clt_session *sess, int dir,
-			     void *msg, size_t msg_len, void *rsp,
-			     size_t rsp_len, const u32 *epoch)
+static int rnbd_clt_send_msg(struct rnbd_clt_session *sess, void *msg,
+			     size_t msg_len, void *rsp, size_t rsp_len,
+			     const u32 *epoch)
 {
 	struct rnbd_clt_wait wait = { .errno = 0 };
-	struct rtrs_clt_req_ops ops = {
-		.priv = &wait,
-		.conf_fn = rnbd_clt_msg_conf,
-	};
-	struct kvec vec = { .iov_base = msg, .iov_len = msg_len };
-	struct rtrs_permit *permit;
 	struct scatterlist sg;
+	struct rtrs_clt_io io = {
+		.dir = rsp ? READ : WRITE,
+		.conf = rnbd_clt_msg_conf,
+		.priv = &wait,
+		.usr = msg,
+		.usr_len = msg_len,
+		.sg = rsp ? &sg : NULL,
+		.sg_cnt = rsp ? 1 : 0,
+		.len = rsp ? rsp_len : 0,
+	};
+	struct rtrs_permit *permit;
 	int err;
 
 	init_completion(&wait.done);
@@ -178,9 +184,7 @@ static int rnbd_clt_send_msg(struct rnbd_clt_session *sess, int dir,
 	if (epoch && *epoch != READ_ONCE(sess->epoch))
 		err = -ESTALE;
 	else
-		err = rtrs_clt_request(dir, &ops, sess->rtrs, permit, &vec, 1,
-				       rsp ? rsp_len : 0, rsp ? &sg : NULL,
-				       rsp ? 1 : 0);
+		err = rtrs_clt_request(sess->rtrs, permit, &io);
 	rcu_read_unlock();
 	if (!err) {
 		wait_for_completion(&wait.done);
@@ -202,7 +206,7 @@ static int rnbd_clt_send_sess_info(struct rnbd_clt_session *sess)
 	rsp = kzalloc(sizeof(*rsp), GFP_KERNEL);
 	if (!rsp)
 		return -ENOMEM;
-	err = rnbd_clt_send_msg(sess, READ, &msg, sizeof(msg), rsp,
+	err = rnbd_clt_send_msg(sess, &msg, sizeof(msg), rsp,
 				sizeof(*rsp), NULL);
 	if (!err && le16_to_cpu(rsp->hdr.type) != RNBD_MSG_SESS_INFO_RSP)
 		err = -EBADMSG;
@@ -224,7 +228,7 @@ static int rnbd_clt_send_open(struct rnbd_clt_dev *dev,
 	int err;
 
 	strscpy(msg.dev_name, dev->pathname, sizeof(msg.dev_name));
-	err = rnbd_clt_send_msg(dev->sess, READ, &msg, sizeof(msg), rsp,
+	err = rnbd_clt_send_msg(dev->sess, &msg, sizeof(msg), rsp,
 				sizeof(*rsp), NULL);
 	if (!err && le16_to_cpu(rsp->hdr.type) != RNBD_MSG_OPEN_RSP)
 		err = -EBADMSG;
@@ -253,7 +257,7 @@ static void rnbd_clt_send_close(struct rnbd_clt_dev *dev, bool any_epoch)
 	};
 	int err;
 
-	err = rnbd_clt_send_msg(dev->sess, WRITE, &msg, sizeof(msg), NULL, 0,
+	err = rnbd_clt_send_msg(dev->sess, &msg, sizeof(msg), NULL, 0,
 				any_epoch ? NULL : &dev->open_epoch);
 	if (err && err != -ESTALE)
 		pr_warn("%s: CLOSE of %s failed: %d\n", dev->sess->sessname,
@@ -395,12 +399,14 @@ static void rnbd_clt_complete_rq(struct request *rq)
 static int rnbd_clt_send_io(struct rnbd_clt_dev *dev, struct request *rq,
 			    struct rnbd_clt_iu *iu)
 {
-	struct rtrs_clt_req_ops ops = {
+	struct rtrs_clt_io io = {
+		.dir = rq_data_dir(rq),
+		.conf = rnbd_clt_io_conf,
 		.priv = iu,
-		.conf_fn = rnbd_clt_io_conf,
+		.usr = &iu->msg,
+		.usr_len = sizeof(iu->msg),
+		.sg = iu->sg,
 	};
-	struct kvec vec = { .iov_base = &iu->msg, .iov_len = sizeof(iu->msg) };
-	unsigned int sg_cnt = 0;
 	int err;
 
 	err = rnbd_clt_fill_msg(dev, rq, &iu->msg);
@@ -408,11 +414,11 @@ static int rnbd_clt_send_io(struct rnbd_clt_dev *dev, struct request *rq,
 		return err;
 	if (req_op(rq) == REQ_OP_READ || req_op(rq) == REQ_OP_WRITE) {
 		sg_init_table(iu->sg, dev->sess->max_segments);
-		sg_cnt = blk_rq_map_sg(rq->q, rq, iu->sg);
+		io.sg_cnt = blk_rq_map_sg(rq->q, rq, iu->sg);
 	}
-	return rtrs_clt_request(rq_data_dir(rq), &ops, dev->sess->rtrs,
-				iu->permit, &vec, 1,
-				sg_cnt ? blk_rq_bytes(rq) : 0, iu->sg, sg_cnt);
+	if (io.sg_cnt)
+		io.len = blk_rq_bytes(rq);
+	return rtrs_clt_request(dev->sess->rtrs, iu->permit, &io);
 }
 
 /*

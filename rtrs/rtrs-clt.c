@@ -612,10 +612,10 @@ static void rtrs_clt_set_sge(struct ib_sge *sge, u64 addr, u32 len, u32 lkey)
 }
 
 /* Data, user header and trailer in one write into the chunk. */
-static int rtrs_clt_post_write(struct rtrs_clt_req *req, size_t data_len,
-			       size_t usr_len)
+static int rtrs_clt_post_write(struct rtrs_clt_req *req)
 {
 	struct rtrs_clt_path *path = req->path;
+	size_t usr_len = req->usr_len;
 	struct rtrs_msg_rdma_write *msg = req->iu->buf + usr_len;
 	u32 lkey = path->s.dev->pd->local_dma_lkey;
 	size_t hdr_len = usr_len + sizeof(*msg);
@@ -632,7 +632,7 @@ static int rtrs_clt_post_write(struct rtrs_clt_req *req, size_t data_len,
 				 sg_dma_len(sg), lkey);
 	rtrs_clt_set_sge(&req->sge[i], req->iu->dma_addr, hdr_len, lkey);
 	return rtrs_clt_post_rdma(req, i + 1, 0, hdr_len,
-				  rtrs_clt_req_imm(req, data_len + usr_len),
+				  rtrs_clt_req_imm(req, req->data_len + usr_len),
 				  NULL);
 }
 
@@ -666,10 +666,10 @@ static int rtrs_clt_reg_read(struct rtrs_clt_req *req,
 }
 
 /* User header and trailer behind the data's room; the server writes. */
-static int rtrs_clt_post_read(struct rtrs_clt_req *req, size_t data_len,
-			      size_t usr_len)
+static int rtrs_clt_post_read(struct rtrs_clt_req *req)
 {
 	struct rtrs_clt_path *path = req->path;
+	size_t data_len = req->data_len, usr_len = req->usr_len;
 	struct rtrs_msg_rdma_read *msg = req->iu->buf + usr_len;
 	size_t hdr_len = usr_len + sizeof(*msg);
 	struct ib_reg_wr reg;
@@ -724,66 +724,46 @@ static struct rtrs_clt_con *rtrs_clt_permit_con(struct rtrs_clt_path *path,
 	return to_clt_con(path->s.con[cid]);
 }
 
-static size_t rtrs_clt_copy_usr(void *buf, const struct kvec *vec, size_t nr)
-{
-	size_t i, len = 0;
-
-	for (i = 0; i < nr; i++) {
-		memcpy(buf + len, vec[i].iov_base, vec[i].iov_len);
-		len += vec[i].iov_len;
-	}
-	return len;
-}
-
-static size_t rtrs_clt_kvec_len(const struct kvec *vec, size_t nr)
-{
-	size_t i, len = 0;
-
-	for (i = 0; i < nr; i++)
-		len += vec[i].iov_len;
-	return len;
-}
-
-static int rtrs_clt_post_req(struct rtrs_clt_path *path, int dir,
-			     const struct rtrs_clt_req_ops *ops,
+/* Fill the request of @permit on @path from @io and post it. */
+static int rtrs_clt_post_req(struct rtrs_clt_path *path,
 			     struct rtrs_permit *permit,
-			     const struct kvec *vec, size_t nr, size_t len,
-			     struct scatterlist *sg, unsigned int sg_cnt)
+			     const struct rtrs_clt_io *io)
 {
 	struct rtrs_clt_req *req = &path->reqs[permit->mem_id];
-	size_t trailer, usr_len = rtrs_clt_kvec_len(vec, nr);
+	size_t trailer;
 	int err;
 
-	trailer = dir == READ ? sizeof(struct rtrs_msg_rdma_read) +
-				sizeof(struct rtrs_sg_desc) :
-				sizeof(struct rtrs_msg_rdma_write);
-	if (usr_len + trailer > path->max_hdr_size || len > path->max_io_size)
+	trailer = io->dir == READ ? sizeof(struct rtrs_msg_rdma_read) +
+				    sizeof(struct rtrs_sg_desc) :
+				    sizeof(struct rtrs_msg_rdma_write);
+	if (io->usr_len + trailer > path->max_hdr_size ||
+	    io->len > path->max_io_size)
 		return -EMSGSIZE;
 
-	rtrs_clt_copy_usr(req->iu->buf, vec, nr);
+	memcpy(req->iu->buf, io->usr, io->usr_len);
 	req->con = rtrs_clt_permit_con(path, permit);
 	req->permit = permit;
-	req->sg = sg;
-	req->sg_cnt = sg_cnt;
-	req->dir = dir;
-	req->usr_len = usr_len;
-	req->data_len = len;
-	req->conf = ops->conf_fn;
-	req->priv = ops->priv;
+	req->sg = io->sg;
+	req->sg_cnt = io->sg_cnt;
+	req->dir = io->dir;
+	req->usr_len = io->usr_len;
+	req->data_len = io->len;
+	req->conf = io->conf;
+	req->priv = io->priv;
 	req->need_inv = false;
 	req->start = jiffies;
 	atomic_inc(&path->inflight);
 	atomic_set(&req->in_use, 1);
 
-	err = dir == READ ? rtrs_clt_post_read(req, len, usr_len) :
-			    rtrs_clt_post_write(req, len, usr_len);
+	err = io->dir == READ ? rtrs_clt_post_read(req) :
+				rtrs_clt_post_write(req);
 	if (err) {
 		atomic_set(&req->in_use, 0);
 		atomic_dec(&path->inflight);
+		return err;
 	}
-	if (!err)
-		rtrs_clt_stats_rdma(path->stats, dir, usr_len + len);
-	return err;
+	rtrs_clt_stats_rdma(path->stats, io->dir, io->usr_len + io->len);
+	return 0;
 }
 
 /* What the min-* policies minimise. */
@@ -853,11 +833,8 @@ static struct rtrs_clt_path *rtrs_clt_pick_path(struct rtrs_clt_sess *sess)
  * comes back from, for its fail-over's accounting, else NULL.
  */
 static int rtrs_clt_send(struct rtrs_clt_sess *sess,
-			 struct rtrs_clt_path *from, int dir,
-			 const struct rtrs_clt_req_ops *ops,
-			 struct rtrs_permit *permit, const struct kvec *vec,
-			 size_t nr, size_t len, struct scatterlist *sg,
-			 unsigned int sg_cnt)
+			 struct rtrs_clt_path *from, struct rtrs_permit *permit,
+			 const struct rtrs_clt_io *io)
 {
 	struct rtrs_clt_path *path;
 	int err;
@@ -868,8 +845,7 @@ static int rtrs_clt_send(struct rtrs_clt_sess *sess,
 			trace_rtrs_clt_failover(from, NULL, 1);
 		return -ECONNABORTED;
 	}
-	err = rtrs_clt_post_req(path, dir, ops, permit, vec, nr, len, sg,
-				sg_cnt);
+	err = rtrs_clt_post_req(path, permit, io);
 	if (!err && from) {
 		rtrs_clt_stats_failover(path->stats);
 		trace_rtrs_clt_failover(from, path, 1);
@@ -880,29 +856,21 @@ static int rtrs_clt_send(struct rtrs_clt_sess *sess,
 
 /**
  * rtrs_clt_request() - send a request of the ULP
- * @dir: READ (the server writes @sg) or WRITE (the server gets @sg)
- * @ops: the completion, called once unless this returns an error
  * @sess: the session
  * @permit: the request's permit
- * @vec: the user header, @nr pieces of it
- * @nr: entries of @vec
- * @len: bytes of data in @sg
- * @sg: the data
- * @sg_cnt: entries of @sg
+ * @io: the request
  *
  * A request whose path fails before the server answered is sent again on
  * another path; it fails with -ECONNABORTED when no path is left.
  *
- * Return: 0 when sent, else a negative errno and @ops is not called:
- * -ECONNABORTED when no path of @sess is connected.
+ * Return: 0 when sent, else a negative errno and @io->conf is not called:
+ * -ECONNABORTED when no path of @sess is connected, -EMSGSIZE when @io is
+ * larger than the session carries.
  */
-int rtrs_clt_request(int dir, const struct rtrs_clt_req_ops *ops,
-		     struct rtrs_clt_sess *sess, struct rtrs_permit *permit,
-		     const struct kvec *vec, size_t nr, size_t len,
-		     struct scatterlist *sg, unsigned int sg_cnt)
+int rtrs_clt_request(struct rtrs_clt_sess *sess, struct rtrs_permit *permit,
+		     const struct rtrs_clt_io *io)
 {
-	return rtrs_clt_send(sess, NULL, dir, ops, permit, vec, nr, len, sg,
-			     sg_cnt);
+	return rtrs_clt_send(sess, NULL, permit, io);
 }
 EXPORT_SYMBOL_GPL(rtrs_clt_request);
 
@@ -1034,19 +1002,19 @@ static int rtrs_clt_alloc_reqs(struct rtrs_clt_path *path)
  */
 static int rtrs_clt_failover_req(struct rtrs_clt_req *req)
 {
-	struct rtrs_clt_req_ops ops = {
+	struct rtrs_clt_io io = {
+		.dir = req->dir,
+		.conf = req->conf,
 		.priv = req->priv,
-		.conf_fn = req->conf,
-	};
-	struct kvec vec = {
-		.iov_base = req->iu->buf,
-		.iov_len = req->usr_len,
+		.usr = req->iu->buf,
+		.usr_len = req->usr_len,
+		.sg = req->sg,
+		.sg_cnt = req->sg_cnt,
+		.len = req->data_len,
 	};
 	int err;
 
-	err = rtrs_clt_send(req->path->sess, req->path, req->dir, &ops,
-			    req->permit, &vec, 1, req->data_len, req->sg,
-			    req->sg_cnt);
+	err = rtrs_clt_send(req->path->sess, req->path, req->permit, &io);
 	if (err)
 		req->conf(req->priv, err);
 	return err;
@@ -1143,7 +1111,6 @@ static int rtrs_clt_create_qp(struct rtrs_clt_con *con)
 				  RTRS_CLT_RECV_PER_IO * depth +
 				  RTRS_CLT_WR_SLACK,
 				  path->max_send_sge,
-				  con->c.cid % con->c.cm_id->device->num_comp_vectors,
 				  con->c.cid < rtrs_clt_first_poll_cid(path) ?
 				  IB_POLL_SOFTIRQ : IB_POLL_DIRECT);
 }

@@ -412,7 +412,7 @@ int rtrs_post_write_imm_empty(struct rtrs_con *con, struct ib_cqe *cqe,
 
 int rtrs_con_create_qp(struct rtrs_con *con, struct ib_pd *pd,
 		       u32 max_send_wr, u32 max_recv_wr, u32 max_send_sge,
-		       int cq_vector, enum ib_poll_context poll_ctx);
+		       enum ib_poll_context poll_ctx);
 void rtrs_con_destroy_qp(struct rtrs_con *con);
 void rtrs_path_disconnect(struct rtrs_path *path);
 int rtrs_sysfs_write_one(const struct rtrs_path *path, const char *pathname,

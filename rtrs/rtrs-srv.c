@@ -1435,8 +1435,7 @@ static int rtrs_srv_create_con(struct rtrs_srv_path *path,
 	con->c.cid = cid;
 	err = rtrs_con_create_qp(&con->c, path->s.dev->pd,
 				 (depth + RTRS_SIG_INTERVAL) *
-				 RTRS_SRV_WRS_PER_IO + 1, depth + 1,
-				 1, cid % cm_id->device->num_comp_vectors,
+				 RTRS_SRV_WRS_PER_IO + 1, depth + 1, 1,
 				 IB_POLL_WORKQUEUE);
 	if (err)
 		goto out_free;

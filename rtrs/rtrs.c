@@ -398,14 +398,16 @@ static void rtrs_qp_event(struct ib_event *ev, void *ctx)
  * @max_send_wr: send queue depth wanted; clamped to what the device has
  * @max_recv_wr: receive queue depth wanted; clamped likewise
  * @max_send_sge: sg entries per send
- * @cq_vector: completion vector
  * @poll_ctx: how the completion queue is polled
+ *
+ * The connections of a path spread over the device's completion vectors
+ * by their cid.
  *
  * Return: 0 or a negative errno.
  */
 int rtrs_con_create_qp(struct rtrs_con *con, struct ib_pd *pd,
 		       u32 max_send_wr, u32 max_recv_wr, u32 max_send_sge,
-		       int cq_vector, enum ib_poll_context poll_ctx)
+		       enum ib_poll_context poll_ctx)
 {
 	struct ib_device *dev = con->cm_id->device;
 	struct ib_qp_init_attr init = {};
@@ -415,7 +417,8 @@ int rtrs_con_create_qp(struct rtrs_con *con, struct ib_pd *pd,
 	max_send_wr = min(max_send_wr, max_wr);
 	max_recv_wr = min(max_recv_wr, max_wr);
 	con->nr_cqe = max_send_wr + max_recv_wr;
-	con->cq = ib_alloc_cq(dev, con, con->nr_cqe, cq_vector, poll_ctx);
+	con->cq = ib_alloc_cq(dev, con, con->nr_cqe,
+			      con->cid % dev->num_comp_vectors, poll_ctx);
 	if (IS_ERR(con->cq)) {
 		err = PTR_ERR(con->cq);
 		con->cq = NULL;

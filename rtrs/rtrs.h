@@ -15,7 +15,6 @@
 #include <linux/scatterlist.h>
 #include <linux/socket.h>
 #include <linux/types.h>
-#include <linux/uio.h>
 
 /**
  * struct rtrs_addr - the two ends of one path
@@ -103,20 +102,30 @@ void rtrs_permit_set_poll_queue(struct rtrs_permit *permit,
 int rtrs_clt_poll(struct rtrs_clt_sess *sess, unsigned int queue);
 
 /**
- * struct rtrs_clt_req_ops - completion of a request
- * @priv: passed back to @conf_fn
- * @conf_fn: called once per request with 0 or a negative errno, in
- *	     softirq or process context
+ * struct rtrs_clt_io - a request of the ULP
+ * @dir: READ (the server writes @sg) or WRITE (the server gets @sg)
+ * @conf: called once per request with 0 or a negative errno, in softirq
+ *	  or process context, unless rtrs_clt_request() returned an error
+ * @priv: passed back to @conf
+ * @usr: the user header, copied before rtrs_clt_request() returns
+ * @usr_len: bytes of @usr
+ * @sg: the data, mapped while the request is in flight
+ * @sg_cnt: entries of @sg
+ * @len: bytes of data in @sg
  */
-struct rtrs_clt_req_ops {
+struct rtrs_clt_io {
+	int dir;
+	void (*conf)(void *priv, int errno);
 	void *priv;
-	void (*conf_fn)(void *priv, int errno);
+	const void *usr;
+	size_t usr_len;
+	struct scatterlist *sg;
+	unsigned int sg_cnt;
+	size_t len;
 };
 
-int rtrs_clt_request(int dir, const struct rtrs_clt_req_ops *ops,
-		     struct rtrs_clt_sess *sess, struct rtrs_permit *permit,
-		     const struct kvec *vec, size_t nr, size_t len,
-		     struct scatterlist *sg, unsigned int sg_cnt);
+int rtrs_clt_request(struct rtrs_clt_sess *sess, struct rtrs_permit *permit,
+		     const struct rtrs_clt_io *io);
 
 /**
  * struct rtrs_attrs - what a client session can carry

@@ -269,7 +269,7 @@ static int bad_con_route_resolved(struct bad_con *con)
 	if (err)
 		return err;
 	err = rtrs_con_create_qp(&con->c, p->dev.pd, BAD_CLT_SEND_WR,
-				 BAD_CLT_RX + 1, 1, 0, IB_POLL_SOFTIRQ);
+				 BAD_CLT_RX + 1, 1, IB_POLL_SOFTIRQ);
 	if (err)
 		return err;
 	/* cid 0 posts its receives once INFO_RSP's, bigger, is posted. */
