@@ -766,6 +766,15 @@ static int rtrs_clt_post_req(struct rtrs_clt_path *path,
 	return 0;
 }
 
+/*
+ * A path requests can be posted on: a hint read without a lock, which
+ * percpu_ref_tryget_live() of the path picked confirms.
+ */
+static bool rtrs_clt_path_live(struct rtrs_clt_path *path)
+{
+	return !percpu_ref_is_dying(&path->io_ref);
+}
+
 /* What the min-* policies minimise. */
 static s64 rtrs_clt_path_load(struct rtrs_clt_path *path, int policy)
 {
@@ -774,7 +783,6 @@ static s64 rtrs_clt_path_load(struct rtrs_clt_path *path, int policy)
 	return atomic_read(&path->inflight);
 }
 
-/* The live path of least load by @policy; its io_ref is taken. */
 static struct rtrs_clt_path *rtrs_clt_least_loaded(struct rtrs_clt_sess *sess,
 						   int policy)
 {
@@ -782,48 +790,64 @@ static struct rtrs_clt_path *rtrs_clt_least_loaded(struct rtrs_clt_sess *sess,
 	s64 load, best_load = S64_MAX;
 
 	list_for_each_entry_rcu(path, &sess->paths, entry) {
-		if (!percpu_ref_tryget_live(&path->io_ref))
+		if (!rtrs_clt_path_live(path))
 			continue;
 		load = rtrs_clt_path_load(path, policy);
-		if (best && load >= best_load) {
-			percpu_ref_put(&path->io_ref);
-			continue;
+		if (!best || load < best_load) {
+			best = path;
+			best_load = load;
 		}
-		if (best)
-			percpu_ref_put(&best->io_ref);
-		best = path;
-		best_load = load;
 	}
 	return best;
 }
 
-/* The next live path in turn, else any live one. */
+/*
+ * Each CPU takes the paths in turn with a cursor of its own: no cache
+ * line shared by all the CPUs' IO.  A turn that falls on a path that is
+ * down goes to the next live one.
+ */
 static struct rtrs_clt_path *rtrs_clt_round_robin(struct rtrs_clt_sess *sess)
 {
-	struct rtrs_clt_path *path;
-	unsigned int turn = atomic_inc_return(&sess->rr_next);
-	unsigned int i = 0, n = 0;
+	unsigned int n = READ_ONCE(sess->nr_paths), turn, i = 0;
+	struct rtrs_clt_path *path, *first = NULL;
 
-	list_for_each_entry_rcu(path, &sess->paths, entry)
-		n++;
+	if (!n)
+		return NULL;
+	turn = this_cpu_inc_return(*sess->rr_turn) % n;
 	list_for_each_entry_rcu(path, &sess->paths, entry) {
-		if (i++ == turn % n && percpu_ref_tryget_live(&path->io_ref))
+		if (i++ < turn) {
+			if (!first && rtrs_clt_path_live(path))
+				first = path;
+			continue;
+		}
+		if (rtrs_clt_path_live(path))
 			return path;
 	}
-	return rtrs_clt_least_loaded(sess, RTRS_CLT_MP_MIN_INFLIGHT);
+	return first;
 }
 
-/* The path for the next request, its io_ref taken; NULL when none is up. */
-static struct rtrs_clt_path *rtrs_clt_pick_path(struct rtrs_clt_sess *sess)
+/*
+ * The path for the next request by @policy, its io_ref taken; NULL when
+ * none is up.  A path seen live may die before its io_ref is taken: the
+ * next pick no longer sees it live.
+ */
+static struct rtrs_clt_path *rtrs_clt_pick_path(struct rtrs_clt_sess *sess,
+						int policy)
 {
-	int policy = READ_ONCE(sess->mp_policy);
 	struct rtrs_clt_path *path;
+	int tries;
 
 	rcu_read_lock();
-	if (policy == RTRS_CLT_MP_ROUND_ROBIN)
-		path = rtrs_clt_round_robin(sess);
-	else
-		path = rtrs_clt_least_loaded(sess, policy);
+	for (tries = 0; tries <= RTRS_MAX_PATHS; tries++) {
+		if (policy == RTRS_CLT_MP_ROUND_ROBIN)
+			path = rtrs_clt_round_robin(sess);
+		else
+			path = rtrs_clt_least_loaded(sess, policy);
+		if (!path || percpu_ref_tryget_live(&path->io_ref))
+			goto out;
+	}
+	path = NULL;
+out:
 	rcu_read_unlock();
 	return path;
 }
@@ -836,10 +860,11 @@ static int rtrs_clt_send(struct rtrs_clt_sess *sess,
 			 struct rtrs_clt_path *from, struct rtrs_permit *permit,
 			 const struct rtrs_clt_io *io)
 {
+	int policy = READ_ONCE(sess->mp_policy);
 	struct rtrs_clt_path *path;
 	int err;
 
-	path = rtrs_clt_pick_path(sess);
+	path = rtrs_clt_pick_path(sess, policy);
 	if (!path) {
 		if (from)
 			trace_rtrs_clt_failover(from, NULL, 1);
@@ -1855,6 +1880,7 @@ static void rtrs_clt_sess_release(struct device *dev)
 						  dev);
 
 	rtrs_clt_free_permits(sess);
+	free_percpu(sess->rr_turn);
 	mutex_destroy(&sess->paths_mutex);
 	mutex_destroy(&sess->ctl_mutex);
 	kfree(sess);
@@ -1869,6 +1895,11 @@ rtrs_clt_alloc_sess(const struct rtrs_clt_ops *ops,
 	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
 	if (!sess)
 		return NULL;
+	sess->rr_turn = alloc_percpu(unsigned int);
+	if (!sess->rr_turn) {
+		kfree(sess);
+		return NULL;
+	}
 	strscpy(sess->sessname, args->sessname, sizeof(sess->sessname));
 	uuid_gen(&sess->uuid);
 	sess->ops = *ops;
@@ -1929,17 +1960,6 @@ static int rtrs_clt_check_args(const struct rtrs_clt_open_args *args)
 	return 0;
 }
 
-static unsigned int rtrs_clt_nr_paths(struct rtrs_clt_sess *sess)
-{
-	struct rtrs_clt_path *path;
-	unsigned int n = 0;
-
-	lockdep_assert_held(&sess->ctl_mutex);
-	list_for_each_entry(path, &sess->paths, entry)
-		n++;
-	return n;
-}
-
 /* Take @path off the list readers pick from; its sysfs stays. */
 static void rtrs_clt_unlist_path(struct rtrs_clt_path *path)
 {
@@ -1947,6 +1967,7 @@ static void rtrs_clt_unlist_path(struct rtrs_clt_path *path)
 
 	mutex_lock(&sess->paths_mutex);
 	list_del_rcu(&path->entry);
+	WRITE_ONCE(sess->nr_paths, sess->nr_paths - 1);
 	mutex_unlock(&sess->paths_mutex);
 	/* rtrs_clt_request() may still look at it. */
 	synchronize_rcu();
@@ -1988,6 +2009,7 @@ static int rtrs_clt_add_path(struct rtrs_clt_sess *sess,
 	mutex_lock(&sess->paths_mutex);
 	rtrs_hb_set(&path->s, sess->hb_interval_ms, sess->hb_missed_max);
 	list_add_tail_rcu(&path->entry, &sess->paths);
+	WRITE_ONCE(sess->nr_paths, sess->nr_paths + 1);
 	mutex_unlock(&sess->paths_mutex);
 
 	mutex_lock(&path->setup_mutex);
@@ -2135,7 +2157,7 @@ int rtrs_clt_add_path_sysfs(struct rtrs_clt_sess *sess,
 	} else if (rtrs_clt_has_path(sess, addr)) {
 		rtrs_clt_err(sess, "add_path: the session has that path\n");
 		err = -EEXIST;
-	} else if (rtrs_clt_nr_paths(sess) >= RTRS_MAX_PATHS) {
+	} else if (sess->nr_paths >= RTRS_MAX_PATHS) {
 		rtrs_clt_err(sess, "add_path: %d paths is the most\n",
 			     RTRS_MAX_PATHS);
 		err = -EINVAL;
@@ -2223,7 +2245,7 @@ int rtrs_clt_remove_path(struct rtrs_clt_path *path,
 	mutex_lock(&sess->ctl_mutex);
 	if (sess->closing || rtrs_clt_path_state(path) == RTRS_CLT_DEAD) {
 		err = -ENODEV;
-	} else if (rtrs_clt_nr_paths(sess) == 1) {
+	} else if (sess->nr_paths == 1) {
 		rtrs_clt_err(sess, "remove_path: %s is the last path\n",
 			     path->name);
 		err = -EBUSY;

@@ -95,12 +95,13 @@ struct rtrs_permit {
  * @hb_interval_ms: heartbeat period of the session's paths
  * @hb_missed_max: unanswered heartbeats in a row that close a path; each
  *		   path keeps a copy of both, set under @paths_mutex
- * @paths_mutex: serialises changes of @paths, and of the heartbeat
- *		 settings with their copies in the paths
+ * @paths_mutex: serialises changes of @paths and @nr_paths, and of the
+ *		 heartbeat settings with their copies in the paths
  * @paths: the paths, RCU list; readers pick one for each IO
+ * @nr_paths: entries of @paths
  * @paths_kobj: /sys/class/rtrs-client/<sessname>/paths
  * @mp_policy: an enum rtrs_clt_mp_policy
- * @rr_next: round-robin cursor
+ * @rr_turn: round-robin cursor of each CPU
  * @queue_depth: number of permits, the server's chunks
  * @max_io_size: largest data part of a request over every path
  * @max_segments: largest sg count of a request over every path
@@ -126,11 +127,12 @@ struct rtrs_clt_sess {
 	int max_reconnect_attempts;
 	unsigned int hb_interval_ms;
 	unsigned int hb_missed_max;
-	struct mutex paths_mutex;	/* protects paths' changes, hb_* */
+	struct mutex paths_mutex;	/* protects paths, nr_paths, hb_* */
 	struct list_head paths;
+	unsigned int nr_paths;
 	struct kobject *paths_kobj;
 	int mp_policy;
-	atomic_t rr_next;
+	unsigned int __percpu *rr_turn;
 	u32 queue_depth;
 	u32 max_io_size;
 	u32 max_segments;
