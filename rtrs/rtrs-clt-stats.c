@@ -145,8 +145,9 @@ void rtrs_clt_stats_reconnect(struct rtrs_clt_stats *stats, bool ok)
 	atomic_inc(ok ? &stats->reconnects : &stats->reconnect_fails);
 }
 
-static void rtrs_clt_stats_reset_rdma(struct rtrs_clt_stats *stats)
+static void rtrs_clt_stats_reset_rdma(struct rtrs_clt_path *path)
 {
+	struct rtrs_clt_stats *stats = path->stats;
 	struct rtrs_clt_stats_pcpu *s;
 	int cpu;
 
@@ -158,8 +159,9 @@ static void rtrs_clt_stats_reset_rdma(struct rtrs_clt_stats *stats)
 	}
 }
 
-static void rtrs_clt_stats_reset_migr(struct rtrs_clt_stats *stats)
+static void rtrs_clt_stats_reset_migr(struct rtrs_clt_path *path)
 {
+	struct rtrs_clt_stats *stats = path->stats;
 	struct rtrs_clt_stats_pcpu *s;
 	int cpu;
 
@@ -170,18 +172,24 @@ static void rtrs_clt_stats_reset_migr(struct rtrs_clt_stats *stats)
 	}
 }
 
-static void rtrs_clt_stats_reset_reconnects(struct rtrs_clt_stats *stats)
+static void rtrs_clt_stats_reset_reconnects(struct rtrs_clt_path *path)
 {
+	struct rtrs_clt_stats *stats = path->stats;
+
 	atomic_set(&stats->reconnects, 0);
 	atomic_set(&stats->reconnect_fails, 0);
 }
 
-/* Every counter; not the path's inflight, which is no count but a level. */
-static void rtrs_clt_stats_reset_all(struct rtrs_clt_stats *stats)
+/*
+ * Every counter, and the path's inflight too, as upstream's reset_all
+ * does: rtrs-clt.c keeps it from going below zero afterwards.
+ */
+static void rtrs_clt_stats_reset_all(struct rtrs_clt_path *path)
 {
-	rtrs_clt_stats_reset_rdma(stats);
-	rtrs_clt_stats_reset_migr(stats);
-	rtrs_clt_stats_reset_reconnects(stats);
+	rtrs_clt_stats_reset_rdma(path);
+	rtrs_clt_stats_reset_migr(path);
+	rtrs_clt_stats_reset_reconnects(path);
+	atomic_set(&path->inflight, 0);
 }
 
 /* stats/ is a named group of the path's kobject: kobj is the path's. */
@@ -195,7 +203,7 @@ static struct rtrs_clt_path *rtrs_clt_stats_path(struct kobject *kobj)
 static ssize_t rtrs_clt_stats_store(struct kobject *kobj,
 				    struct kobj_attribute *attr,
 				    const char *buf, size_t count,
-				    void (*reset)(struct rtrs_clt_stats *stats))
+				    void (*reset)(struct rtrs_clt_path *path))
 {
 	struct rtrs_clt_path *path = rtrs_clt_stats_path(kobj);
 	char file[32];
@@ -205,7 +213,7 @@ static ssize_t rtrs_clt_stats_store(struct kobject *kobj,
 	err = rtrs_sysfs_write_one(&path->s, path->name, file, buf);
 	if (err)
 		return err;
-	reset(path->stats);
+	reset(path);
 	return count;
 }
 

@@ -305,13 +305,24 @@ static void rtrs_clt_req_unmap(struct rtrs_clt_req *req)
 	req->dma_cnt = 0;
 }
 
+/*
+ * The path's inflight counts min-inflight's requests as upstream's does;
+ * a reset of the statistics zeroes it under requests in flight, which
+ * must not take it below zero.
+ */
+static void rtrs_clt_req_uncount(struct rtrs_clt_req *req)
+{
+	if (req->counted)
+		atomic_dec_if_positive(&req->path->inflight);
+}
+
 /* Hand @req back to the ULP; only the first caller for an IO does. */
 static void rtrs_clt_req_complete(struct rtrs_clt_req *req, int errno)
 {
 	if (!atomic_xchg(&req->in_use, 0))
 		return;
 	rtrs_clt_req_unmap(req);
-	atomic_dec(&req->path->inflight);
+	rtrs_clt_req_uncount(req);
 	if (errno)
 		rtrs_path_err_rl(&req->path->s, "%s: request %u failed: %d\n",
 				 req->path->name, req->permit->mem_id, errno);
@@ -724,10 +735,13 @@ static struct rtrs_clt_con *rtrs_clt_permit_con(struct rtrs_clt_path *path,
 	return to_clt_con(path->s.con[cid]);
 }
 
-/* Fill the request of @permit on @path from @io and post it. */
+/*
+ * Fill the request of @permit on @path from @io and post it.  @counted:
+ * the request counts in the path's inflight, as min-inflight's do.
+ */
 static int rtrs_clt_post_req(struct rtrs_clt_path *path,
 			     struct rtrs_permit *permit,
-			     const struct rtrs_clt_io *io)
+			     const struct rtrs_clt_io *io, bool counted)
 {
 	struct rtrs_clt_req *req = &path->reqs[permit->mem_id];
 	size_t trailer;
@@ -751,15 +765,17 @@ static int rtrs_clt_post_req(struct rtrs_clt_path *path,
 	req->conf = io->conf;
 	req->priv = io->priv;
 	req->need_inv = false;
+	req->counted = counted;
 	req->start = jiffies;
-	atomic_inc(&path->inflight);
+	if (counted)
+		atomic_inc(&path->inflight);
 	atomic_set(&req->in_use, 1);
 
 	err = io->dir == READ ? rtrs_clt_post_read(req) :
 				rtrs_clt_post_write(req);
 	if (err) {
 		atomic_set(&req->in_use, 0);
-		atomic_dec(&path->inflight);
+		rtrs_clt_req_uncount(req);
 		return err;
 	}
 	rtrs_clt_stats_rdma(path->stats, io->dir, io->usr_len + io->len);
@@ -870,7 +886,8 @@ static int rtrs_clt_send(struct rtrs_clt_sess *sess,
 			trace_rtrs_clt_failover(from, NULL, 1);
 		return -ECONNABORTED;
 	}
-	err = rtrs_clt_post_req(path, permit, io);
+	err = rtrs_clt_post_req(path, permit, io,
+				policy == RTRS_CLT_MP_MIN_INFLIGHT);
 	if (!err && from) {
 		rtrs_clt_stats_failover(path->stats);
 		trace_rtrs_clt_failover(from, path, 1);
@@ -1057,7 +1074,7 @@ static void rtrs_clt_failover_reqs(struct rtrs_clt_path *path)
 		if (!atomic_xchg(&req->in_use, 0))
 			continue;
 		rtrs_clt_req_unmap(req);
-		atomic_dec(&path->inflight);
+		rtrs_clt_req_uncount(req);
 		if (rtrs_clt_failover_req(req)) {
 			failed++;
 			continue;

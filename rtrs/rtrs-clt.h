@@ -195,6 +195,7 @@ struct rtrs_clt_rbuf {
  * @errno: the server's answer, kept while @mr is invalidated
  * @start: jiffies when it was sent, for the path's IO watchdog
  * @need_inv: @mr is still valid and must be invalidated before completion
+ * @counted: counts in the path's @inflight
  * @in_use: set while in flight; whoever clears it completes the request
  */
 struct rtrs_clt_req {
@@ -216,6 +217,7 @@ struct rtrs_clt_req {
 	int errno;
 	unsigned long start;
 	bool need_inv;
+	bool counted;
 	atomic_t in_use;
 };
 
@@ -257,7 +259,8 @@ struct rtrs_clt_req {
  * @max_send_sge: sg entries of a send on this device
  * @rbufs: the server's chunks
  * @reqs: one request per permit
- * @inflight: requests in flight, for the min-inflight policy
+ * @inflight: requests in flight that min-inflight sent, for that policy;
+ *	      zeroed by a reset of the statistics, as upstream's
  * @hca_name: the RDMA device's name
  * @hca_port: its port
  * @stats: its statistics, see rtrs-clt-stats.c

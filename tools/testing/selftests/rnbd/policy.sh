@@ -6,7 +6,9 @@
 # paths: round-robin spreads the IO over both, min-inflight sends less to
 # a path made slow (netem delay on the client's NIC of path 1), and
 # min-latency sends next to nothing there once the heartbeats measured it
-# (cur_latency).  mpath_policy takes names, short names and numbers.
+# (cur_latency).  <inflight> of stats/rdma counts min-inflight's requests
+# only, as upstream's, and stays sane across a reset_all under IO.
+# mpath_policy takes names, short names and numbers.
 #
 # rnbd-vm: topology=two
 
@@ -71,6 +73,61 @@ min_inflight() {
 	[ "$R0" -gt $((R1 * 2)) ]
 }
 
+# inflight N: path N's <inflight>, the 5th number of its stats/rdma.
+inflight() {
+	rnbd_path_stat "$1" rdma 5
+}
+
+# inflight_under POLICY: fio writes for 6 s under POLICY while each path's
+# <inflight> is read, path 1's stats reset halfway; the highest each path
+# showed are left in I0 and I1.
+inflight_under() {
+	local fio_pid n0 n1 reset=
+
+	policy "$1" || return 1
+	I0=0
+	I1=0
+	fio --name=inflight --filename="/dev/$DEV" --rw=randwrite --bs=4k \
+		--size=4M --iodepth=16 --ioengine=libaio --direct=1 \
+		--time_based --runtime=6 >/tmp/rnbd-policy-inflight.fio 2>&1 &
+	fio_pid=$!
+	SECONDS=0
+	while kill -0 "$fio_pid" 2>/dev/null; do
+		if [ -z "$reset" ] && [ "$SECONDS" -ge 3 ]; then
+			echo 1 >"$(rnbd_path_dir 1)/stats/reset_all" || break
+			reset=1
+		fi
+		n0=$(inflight 0)
+		n1=$(inflight 1)
+		[ "$n0" -gt "$I0" ] && I0=$n0
+		[ "$n1" -gt "$I1" ] && I1=$n1
+		sleep 0.1
+	done
+	wait "$fio_pid" || { tail -n 5 /tmp/rnbd-policy-inflight.fio; return 1; }
+	echo "$1: at most $I0 requests counted in flight on path 0, $I1 on path 1"
+}
+
+# Both paths count none once the IO is over.
+inflight_idle() {
+	[ "$(inflight 0)" -eq 0 ] && [ "$(inflight 1)" -eq 0 ] && return 0
+	echo "<inflight> after the IO: $(inflight 0) and $(inflight 1)"
+	return 1
+}
+
+# min-inflight counts its requests: the delayed path holds some.  A reset
+# under IO must not take the count below zero (it would read as 2^32 - n).
+inflight_counted() {
+	inflight_under min-inflight || return 1
+	[ "$I1" -gt 0 ] && [ "$I0" -le 4096 ] && [ "$I1" -le 4096 ] &&
+		inflight_idle
+}
+
+# round-robin weighs no count: its requests are not counted.
+inflight_not_counted() {
+	inflight_under round-robin || return 1
+	[ "$I0" -eq 0 ] && [ "$I1" -eq 0 ] && inflight_idle
+}
+
 latency_ns() {
 	sed -n 's/^\([0-9]*\) ns$/\1/p' "$(rnbd_path_dir "$1")/cur_latency"
 }
@@ -104,7 +161,7 @@ spellings() {
 }
 
 test_client() {
-	ktap_header 16
+	ktap_header 18
 	pattern "$TOKEN" "$PATTERN"
 	rm -f "$PATTERN.written"
 	ktap_check "rxe up" rnbd_rdma_up
@@ -117,6 +174,10 @@ test_client() {
 	ktap_check "round-robin: each path carries 40 to 60 % of the IO" round_robin
 	ktap_check "path 1: ${DELAY_MS} ms netem delay" delay_on
 	ktap_check "min-inflight: the delayed path carries less than a third" min_inflight
+	ktap_check "stats/rdma <inflight>: min-inflight's requests, sane across reset_all, 0 once idle" \
+		inflight_counted
+	ktap_check "stats/rdma <inflight>: round-robin's requests not counted" \
+		inflight_not_counted
 	ktap_check "min-latency: cur_latency sees the delay, the delayed path carries at most 10 %" \
 		min_latency
 	ktap_check "path 1: delay off" delay_off
