@@ -7,6 +7,7 @@
 #include <linux/device.h>
 #include <linux/kobject.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/sysfs.h>
 
 #include "rtrs-clt.h"
@@ -38,18 +39,25 @@ static ssize_t mpath_policy_show(struct device *dev,
 			  rtrs_clt_mp_short[policy], policy);
 }
 
-/* A name, a short name or a number. */
+/*
+ * As upstream takes it: a number in base 10, a short name, or a name at
+ * the start of @buf; names in any case.
+ */
 static int rtrs_clt_parse_mp_policy(const char *buf)
 {
-	int policy;
+	size_t len = strcspn(buf, "\n");
+	int i, policy;
 
-	policy = sysfs_match_string(rtrs_clt_mp_names, buf);
-	if (policy < 0)
-		policy = sysfs_match_string(rtrs_clt_mp_short, buf);
-	if (policy < 0 && (kstrtoint(buf, 0, &policy) || policy < 0 ||
-			   policy >= ARRAY_SIZE(rtrs_clt_mp_names)))
-		return -EINVAL;
-	return policy;
+	if (!kstrtoint(buf, 10, &policy))
+		return policy >= 0 && policy < ARRAY_SIZE(rtrs_clt_mp_names) ?
+		       policy : -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(rtrs_clt_mp_names); i++) {
+		if (!strncasecmp(buf, rtrs_clt_mp_names[i],
+				 strlen(rtrs_clt_mp_names[i])) ||
+		    (len == 2 && !strncasecmp(buf, rtrs_clt_mp_short[i], 2)))
+			return i;
+	}
+	return -EINVAL;
 }
 
 static ssize_t mpath_policy_store(struct device *dev,

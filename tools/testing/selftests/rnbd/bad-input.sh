@@ -232,9 +232,9 @@ sysfs_cases() {
 	cp=$(clt_path)
 	ktap_check "unmap_device refuses 'gently'" bad_write unmap_device \
 		"/sys/block/$DEV/rnbd/unmap_device" gently
-	ktap_check "mpath_policy refuses a name, a number and nothing" \
+	ktap_check "mpath_policy refuses a name, numbers and nothing" \
 		bad_write mpath_policy /sys/class/rtrs-client/good/mpath_policy \
-		fastest 3 -1 ""
+		fastest 3 -1 0x1 rrr ""
 	ktap_check "server force_close refuses 2" bad_write force_close \
 		"/sys/class/rnbd-server/ctl/devices/$NAME/sessions/good/force_close" 2
 	ktap_check "server disconnect refuses 0 and 'now'" bad_write \

@@ -147,12 +147,14 @@ min_latency() {
 	[ "$R1" -le $(((R0 + R1) / 10)) ]
 }
 
-# mpath_policy's other spellings: short names and numbers.
+# mpath_policy's other spellings, as upstream's: short names, numbers in
+# base 10, names and short names in any case.
 spellings() {
 	local in want
 
 	for in in RR:round-robin MI:min-inflight ML:min-latency 0:round-robin \
-		1:min-inflight 2:min-latency; do
+		1:min-inflight 2:min-latency rr:round-robin Mi:min-inflight \
+		Min-Latency:min-latency ROUND-ROBIN:round-robin 01:min-inflight; do
 		want=${in#*:}
 		echo "${in%%:*}" >"$SESS/mpath_policy" || return 1
 		grep -q "^$want " "$SESS/mpath_policy" ||
@@ -181,7 +183,8 @@ test_client() {
 	ktap_check "min-latency: cur_latency sees the delay, the delayed path carries at most 10 %" \
 		min_latency
 	ktap_check "path 1: delay off" delay_off
-	ktap_check "mpath_policy takes RR, MI, ML, 0, 1, 2" spellings
+	ktap_check "mpath_policy takes RR, MI, ML, 0, 1, 2, 01, rr, Mi and names in any case" \
+		spellings
 	ktap_check "1 MiB pattern written at $PATTERN_AT_MB MiB, read back" write_pattern
 	ktap_check "unmap_device normal" unmap
 	ktap_check "server: its disk holds what the client wrote" server_saw_writes
