@@ -81,14 +81,25 @@ static int rnbd_clt_opt_sessname(struct rnbd_clt_map_opts *opts,
 	return 0;
 }
 
+/*
+ * A path's addresses, parsed where it stands: as upstream's parser, with
+ * the dest_port= before it, else the default port.
+ */
 static int rnbd_clt_opt_path(struct rnbd_clt_map_opts *opts, substring_t *arg)
 {
-	if (opts->path_cnt >= RNBD_CLT_MAX_PATHS) {
+	size_t i = opts->path_cnt;
+
+	if (i >= RNBD_CLT_MAX_PATHS) {
 		pr_err("map_device: more than %d path=\n", RNBD_CLT_MAX_PATHS);
 		return -EINVAL;
 	}
-	return rnbd_clt_opt_str("path", arg, opts->path_str[opts->path_cnt++],
-				RNBD_CLT_PATH_LEN);
+	opts->paths[i].src = &opts->addrs[2 * i];
+	opts->paths[i].dst = &opts->addrs[2 * i + 1];
+	if (rtrs_addr_to_sockaddr(arg->from, arg->to - arg->from, opts->port,
+				  &opts->paths[i]))
+		return -EINVAL;
+	opts->path_cnt++;
+	return 0;
 }
 
 static int rnbd_clt_opt_dev_path(struct rnbd_clt_map_opts *opts,
@@ -161,9 +172,15 @@ static const rnbd_clt_opt_fn rnbd_clt_opt_fns[] = {
 	[RNBD_OPT_NR_POLL_QUEUES] = rnbd_clt_opt_nr_poll_queues,
 };
 
-static int rnbd_clt_parse_opt(struct rnbd_clt_map_opts *opts, char *p)
+/*
+ * One option of @p.  @seen: the options met so far; each but path= may be
+ * given once (a second one would silently win).
+ */
+static int rnbd_clt_parse_opt(struct rnbd_clt_map_opts *opts, char *p,
+			      unsigned long *seen)
 {
 	substring_t args[MAX_OPT_ARGS];
+	const char *name;
 	int token;
 
 	token = match_token(p, rnbd_clt_opt_tokens, args);
@@ -171,33 +188,22 @@ static int rnbd_clt_parse_opt(struct rnbd_clt_map_opts *opts, char *p)
 		pr_err("map_device: unknown option or missing value '%s'\n", p);
 		return -EINVAL;
 	}
+	if (token != RNBD_OPT_PATH && __test_and_set_bit(token, seen)) {
+		name = rnbd_clt_opt_tokens[token].pattern;
+		pr_err("map_device: %.*s given more than once\n",
+		       (int)strcspn(name, "=") + 1, name);
+		return -EINVAL;
+	}
 	return rnbd_clt_opt_fns[token](opts, args);
 }
 
-/* The path= texts, once dest_port= is known, whatever its place. */
-static int rnbd_clt_parse_paths(struct rnbd_clt_map_opts *opts)
-{
-	size_t i;
-
-	for (i = 0; i < opts->path_cnt; i++) {
-		opts->paths[i].src = &opts->addrs[2 * i];
-		opts->paths[i].dst = &opts->addrs[2 * i + 1];
-		if (rtrs_addr_to_sockaddr(opts->path_str[i],
-					  strlen(opts->path_str[i]),
-					  opts->port, &opts->paths[i]))
-			return -EINVAL;
-	}
-	return 0;
-}
-
+/* path= is not: a session that exists has its paths (rnbd_clt_map()). */
 static int rnbd_clt_check_opts(const struct rnbd_clt_map_opts *opts)
 {
 	const char *missing = NULL;
 
 	if (!opts->sessname[0])
 		missing = "sessname=";
-	else if (!opts->path_cnt)
-		missing = "path=";
 	else if (!opts->pathname[0])
 		missing = "device_path=";
 	if (missing) {
@@ -210,6 +216,7 @@ static int rnbd_clt_check_opts(const struct rnbd_clt_map_opts *opts)
 static int rnbd_clt_parse_map(char *buf, struct rnbd_clt_map_opts *opts)
 {
 	char *p, *rest = strstrip(buf);
+	unsigned long seen = 0;
 	int err;
 
 	opts->port = RNBD_DEFAULT_PORT;
@@ -217,19 +224,19 @@ static int rnbd_clt_parse_map(char *buf, struct rnbd_clt_map_opts *opts)
 	while ((p = strsep(&rest, " \t\n"))) {
 		if (!*p)
 			continue;
-		err = rnbd_clt_parse_opt(opts, p);
+		err = rnbd_clt_parse_opt(opts, p, &seen);
 		if (err)
 			return err;
 	}
-	return rnbd_clt_check_opts(opts) ?: rnbd_clt_parse_paths(opts);
+	return rnbd_clt_check_opts(opts);
 }
 
 static ssize_t map_device_show(struct device *dev,
 			       struct device_attribute *attr, char *page)
 {
 	return sysfs_emit(page,
-			  "Usage: echo \"sessname=<session> path=<[src,]dst> [path=<[src,]dst>]... device_path=<path on the server> [access_mode=ro|rw|migration] [dest_port=<port>] [nr_poll_queues=<n>]\" > %s\n"
-			  "  up to %d path= options; src and dst are ip:<IPv4 or IPv6 address> or gid:<GID>, src,dst also written src@dst\n",
+			  "Usage: echo \"[dest_port=<port>] sessname=<session> [path=<[src@]dst>]... device_path=<path on the server> [access_mode=ro|rw|migration] [nr_poll_queues=<n>]\" > %s\n"
+			  "  up to %d path= options, needed when the session is new; src and dst are ip:<IPv4 or IPv6 address> or gid:<GID>, src@dst also written src,dst; dest_port= is the port of the path= options after it\n",
 			  attr->attr.name, RNBD_CLT_MAX_PATHS);
 }
 

@@ -1053,6 +1053,11 @@ rnbd_clt_create_sess(const struct rnbd_clt_map_opts *opts)
 	struct rnbd_clt_session *sess;
 	int err;
 
+	if (!opts->path_cnt) {
+		pr_err("map_device: path= is mandatory: no session %s yet\n",
+		       opts->sessname);
+		return ERR_PTR(-EINVAL);
+	}
 	sess = rnbd_clt_alloc_sess(opts);
 	if (!sess)
 		return ERR_PTR(-ENOMEM);

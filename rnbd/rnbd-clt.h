@@ -20,14 +20,11 @@
 
 /* At most so many path= in one map_device. */
 #define RNBD_CLT_MAX_PATHS	6
-/* Bytes of the text of one path=. */
-#define RNBD_CLT_PATH_LEN	128
 
 /**
  * struct rnbd_clt_map_opts - what map_device was told
  * @sessname: the session's name
  * @pathname: the device's path on the server
- * @path_str: the text of each path=
  * @path_cnt: number of path=
  * @port: the server's port
  * @access_mode: an enum rnbd_access_mode
@@ -38,7 +35,6 @@
 struct rnbd_clt_map_opts {
 	char sessname[NAME_MAX];
 	char pathname[NAME_MAX];
-	char path_str[RNBD_CLT_MAX_PATHS][RNBD_CLT_PATH_LEN];
 	size_t path_cnt;
 	u16 port;
 	enum rnbd_access_mode access_mode;

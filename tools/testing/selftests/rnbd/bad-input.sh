@@ -14,11 +14,14 @@
 
 CTL=/sys/devices/virtual/rnbd-client/ctl
 LOOP_FILE=/dev/shm/rnbd-bad-input.img
+LOOP_FILE2=/dev/shm/rnbd-bad-input2.img
 LOG=/tmp/rnbd-bad-input.log
 # The server looks for devices in /dev: device paths are relative to it.
 SEARCH=/dev
 LOOP=
 NAME=
+LOOP2=
+NAME2=
 ADDR=
 # An address of path 0's subnet that no guest has.
 NOBODY=
@@ -27,6 +30,8 @@ setup() {
 	rnbd_rdma_up || { echo "rxe did not come up"; return 1; }
 	LOOP=$(rnbd_loop_up "$LOOP_FILE" 16) || return 1
 	NAME=${LOOP#/dev/}
+	LOOP2=$(rnbd_loop_up "$LOOP_FILE2" 16) || return 1
+	NAME2=${LOOP2#/dev/}
 	ADDR=$(rnbd_path_addr 0 server)
 	NOBODY=${ADDR%.*}.77
 	modprobe rnbd-server dev_search_path=$SEARCH && modprobe rnbd-client
@@ -109,7 +114,7 @@ srv_refused() {
 # says that nothing listens there); the server's errors of OPEN come back
 # as they are (ENOENT, EINVAL for "..", ENOTBLK) and both sides log them.
 map_cases() {
-	local ok="path=ip:$ADDR device_path=$NAME" path7="" i cpus up
+	local ok="path=ip:$ADDR device_path=$NAME" path7="" i o cpus up
 
 	for i in $(seq 7); do
 		path7+=" path=ip:$ADDR"
@@ -118,8 +123,9 @@ map_cases() {
 	up="../$SEARCH/$NAME"
 	bad_map "an empty line" "$EINVAL" "" "$MAP sessname= is mandatory"
 	bad_map "no sessname" "$EINVAL" "$ok" "$MAP sessname= is mandatory"
-	bad_map "no path" "$EINVAL" "sessname=bad device_path=$NAME" \
-		"$MAP path= is mandatory"
+	bad_map "no path for a new session" "$EINVAL" \
+		"sessname=bad device_path=$NAME" \
+		"$MAP path= is mandatory: no session bad yet\$"
 	bad_map "no device_path" "$EINVAL" "sessname=bad path=ip:$ADDR" \
 		"$MAP device_path= is mandatory"
 	bad_map "an unknown option" "$EINVAL" "sessname=bad $ok color=red" \
@@ -157,11 +163,16 @@ map_cases() {
 		"$MAP nr_poll_queues must be -1 to $cpus\$"
 	bad_map "a sessname with a slash" "$EINVAL" "sessname=a/b $ok" \
 		"$MAP sessname must not contain '/'"
+	for o in sessname=bad device_path=$NAME access_mode=ro dest_port=1234 \
+		nr_poll_queues=0; do
+		bad_map "${o%%=*}= twice" "$EINVAL" "sessname=bad $ok $o $o" \
+			"$MAP ${o%%=*}= given more than once\$"
+	done
 	bad_map "an unreachable server" "Connection timed out" \
 		"sessname=bad path=ip:$NOBODY device_path=$NAME" \
 		"rtrs_client: bad: cannot connect path [^ ]*@ip:$(re "$NOBODY"): -110\$"
 	bad_map "a port nobody listens on" "Connection reset by peer" \
-		"sessname=bad $ok dest_port=4000" \
+		"sessname=bad dest_port=4000 $ok" \
 		"rtrs_client: bad: connection 0 rejected: invalid service ID \(-104\)" \
 		"rtrs_client: bad: cannot connect path [^ ]*@ip:$(re "$ADDR"): -104\$"
 	bad_map "a missing device" "No such file or directory" \
@@ -185,6 +196,19 @@ usage() {
 DEV=
 mapped_good() {
 	[ -n "$DEV" ] && [ -b "/dev/$DEV" ]
+}
+
+# A second device of the session, mapped without path=, and unmapped.
+second_without_path() {
+	local dev
+
+	echo "sessname=good device_path=$NAME2" >"$CTL/map_device" || return 1
+	dev=$(rnbd_dev_of good "$NAME2")
+	if [ -z "$dev" ] || [ ! -b "/dev/$dev" ]; then
+		echo "$NAME2 is not mapped"
+		return 1
+	fi
+	rnbd_unmap "$dev"
 }
 
 # bad_write NAME FILE VALUE...: each VALUE refused with EINVAL and a line
@@ -282,7 +306,7 @@ param_cases() {
 	done
 }
 
-ktap_header 52
+ktap_header 58
 setup_done() {
 	[ -n "$NAME" ] && grep -q '^rnbd_client ' /proc/modules && return 0
 	cat "$LOG.setup"
@@ -293,13 +317,18 @@ setup >"$LOG.setup" 2>&1
 ktap_check "server up, exporting $SEARCH/$NAME" setup_done
 ktap_check "map_device prints its usage" usage
 map_cases
-# Not in ktap_check, whose subshell would lose DEV.
-rnbd_map good "$NAME" && DEV=$(rnbd_dev_of good "$NAME")
-ktap_check "a good map after all that" mapped_good
+# Not in ktap_check, whose subshell would lose DEV.  As upstream's parser,
+# a dest_port= is the port of the path= after it only: this one is not.
+rnbd_map good "$NAME" dest_port=4000 && DEV=$(rnbd_dev_of good "$NAME")
+ktap_check "a good map after all that, its dest_port= after its path=" \
+	mapped_good
+ktap_check "a second device of the session mapped without path=" \
+	second_without_path
 sysfs_cases
 ktap_check "modules unload" rnbd_modules_unload
 param_cases
 rnbd_modules_unload 2>/dev/null
 [ -n "$LOOP" ] && rnbd_loop_down "$LOOP" "$LOOP_FILE"
+[ -n "$LOOP2" ] && rnbd_loop_down "$LOOP2" "$LOOP_FILE2"
 rm -f "$LOG" "$LOG.setup"
 ktap_finish
