@@ -77,6 +77,7 @@ static inline void rnbd_bdev_close(struct rnbd_bdev *h)
  * @logical_block_size: in bytes
  * @physical_block_size: in bytes
  * @max_hw_sectors: largest IO
+ * @io_opt: optimal IO size, in bytes
  * @max_segments: largest number of segments of an IO
  * @virt_boundary_mask: segments may not cross this boundary
  * @max_discard_sectors: 0 for no DISCARD
@@ -91,6 +92,7 @@ struct rnbd_clt_limits {
 	unsigned int logical_block_size;
 	unsigned int physical_block_size;
 	unsigned int max_hw_sectors;
+	unsigned int io_opt;
 	unsigned int max_segments;
 	unsigned long virt_boundary_mask;
 	unsigned int max_discard_sectors;
@@ -115,6 +117,7 @@ static inline void rnbd_compat_fill_limits(struct queue_limits *lim,
 	lim->logical_block_size = l->logical_block_size;
 	lim->physical_block_size = l->physical_block_size;
 	lim->max_hw_sectors = l->max_hw_sectors;
+	lim->io_opt = l->io_opt;
 	lim->max_segments = l->max_segments;
 	lim->virt_boundary_mask = l->virt_boundary_mask;
 	lim->max_hw_discard_sectors = l->max_discard_sectors;
@@ -157,6 +160,7 @@ static inline void rnbd_compat_set_limits(struct request_queue *q,
 	blk_queue_logical_block_size(q, l->logical_block_size);
 	blk_queue_physical_block_size(q, l->physical_block_size);
 	blk_queue_max_hw_sectors(q, l->max_hw_sectors);
+	blk_queue_io_opt(q, l->io_opt);
 	blk_queue_max_segments(q, l->max_segments);
 	blk_queue_virt_boundary(q, l->virt_boundary_mask);
 	blk_queue_max_discard_sectors(q, l->max_discard_sectors);

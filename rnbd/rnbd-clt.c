@@ -19,6 +19,7 @@
 
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
+#include <linux/hdreg.h>
 #include <linux/idr.h>
 #include <linux/jiffies.h>
 #include <linux/module.h>
@@ -519,8 +520,22 @@ static const struct blk_mq_ops rnbd_clt_mq_ops = {
 
 /* Block device */
 
+/*
+ * A made-up geometry, for the tools that still ask: Linux's client
+ * answers 4 heads of 16 sectors, whatever the size.
+ */
+static int rnbd_clt_getgeo(struct block_device *bdev, struct hd_geometry *geo)
+{
+	geo->heads = 4;
+	geo->sectors = 16;
+	geo->cylinders = get_capacity(bdev->bd_disk) / (4 * 16);
+	geo->start = 0;
+	return 0;
+}
+
 static const struct block_device_operations rnbd_clt_fops = {
 	.owner = THIS_MODULE,
+	.getgeo = rnbd_clt_getgeo,
 };
 
 static void rnbd_clt_limits(const struct rnbd_clt_dev *dev,
@@ -534,6 +549,8 @@ static void rnbd_clt_limits(const struct rnbd_clt_dev *dev,
 		.physical_block_size = le16_to_cpu(rsp->physical_block_size),
 		.max_hw_sectors = min(le32_to_cpu(rsp->max_hw_sectors),
 				      sess->max_io_size >> SECTOR_SHIFT),
+		/* As upstream: the largest IO the session carries in one. */
+		.io_opt = sess->max_io_size,
 		.max_segments = sess->max_segments,
 		/* A READ's pages go into one memory registration. */
 		.virt_boundary_mask = SZ_4K - 1,
@@ -556,6 +573,7 @@ static bool rnbd_clt_limits_eq(const struct rnbd_clt_limits *a,
 	return a->logical_block_size == b->logical_block_size &&
 	       a->physical_block_size == b->physical_block_size &&
 	       a->max_hw_sectors == b->max_hw_sectors &&
+	       a->io_opt == b->io_opt &&
 	       a->max_segments == b->max_segments &&
 	       a->virt_boundary_mask == b->virt_boundary_mask &&
 	       a->max_discard_sectors == b->max_discard_sectors &&

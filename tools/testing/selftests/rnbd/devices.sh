@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# What a mapped device does besides reading and writing, in one guest: a
-# flush, a FUA write, a discard and a write-zeroes of the client reach the
+# What a mapped device does besides reading and writing, in one guest: the
+# geometry and optimal IO size Linux's client gives it; a flush, a FUA write, a discard and a write-zeroes of the client reach the
 # server's disk (its block trace, flush count and content show it); the
 # access-mode rules; force_close on the server, also racing the client's
 # unmap; a force unmap of an open device; rmmod of the client refused while
@@ -44,6 +44,31 @@ setup() {
 	rnbd_map ops "/dev/$NULLB" && rnbd_map ops "$LOOP" || return 1
 	NULL_DEV=$(rnbd_dev_of ops "/dev/$NULLB") &&
 		LOOP_DEV=$(rnbd_dev_of ops "$LOOP")
+}
+
+# geometry RNBDN: HDIO_GETGEO answers as Linux's client does.
+geometry() {
+	local got want
+
+	got=$(python3 -c 'import fcntl, struct, sys
+with open(sys.argv[1], "rb") as f:
+    g = fcntl.ioctl(f, 0x0301, bytes(16))  # HDIO_GETGEO
+print(*struct.unpack("BBHxxxxQ", g))' "/dev/$1") || return 1
+	want="4 16 $((($(cat "/sys/block/$1/size") / 64) % 65536)) 0"
+	echo "heads sectors cylinders start: $got"
+	[ "$got" = "$want" ] || { echo "not $want"; return 1; }
+}
+
+# io_opt RNBDN: the optimal IO size is the session's largest IO, which
+# max_hw_sectors_kb does not exceed.
+io_opt() {
+	local opt max
+
+	opt=$(cat "/sys/block/$1/queue/optimal_io_size")
+	max=$(cat "/sys/block/$1/queue/max_hw_sectors_kb")
+	echo "optimal_io_size $opt, max_hw_sectors_kb $max"
+	[ "$opt" -gt 0 ] && [ "$opt" -ge $((max * 1024)) ] &&
+		[ $((opt % 4096)) -eq 0 ]
 }
 
 # The block trace of the server's side: the bios queued to its disks.
@@ -330,9 +355,12 @@ setup_done() {
 	return 1
 }
 
-ktap_header 20
+ktap_header 22
 setup >"$DATA.setup" 2>&1
 ktap_check "map a null_blk and a loop device" setup_done
+ktap_check "HDIO_GETGEO: 4 heads, 16 sectors, a cylinder per 64 sectors" \
+	geometry "$LOOP_DEV"
+ktap_check "optimal_io_size: the session's largest IO" io_opt "$LOOP_DEV"
 ktap_check "a FUA write reaches the server's disk as FUA" fua_write
 ktap_check "a flush reaches the server's disk" flush
 ktap_check "a discard reaches null_blk, which reads zeroes" \
