@@ -735,8 +735,11 @@ static void rnbd_clt_sess_down(struct rnbd_clt_session *sess, u32 epoch)
 	if (sess->down_epoch == epoch)
 		return;
 	list_for_each_entry(dev, &sess->devs, entry) {
-		if (READ_ONCE(dev->state) == RNBD_CLT_DEV_MAPPED)
-			rnbd_clt_park_dev(dev);
+		if (READ_ONCE(dev->state) != RNBD_CLT_DEV_MAPPED)
+			continue;
+		rnbd_clt_park_dev(dev);
+		/* As Linux's client tells udev: the disk is unreachable. */
+		kobject_uevent(&disk_to_dev(dev->gd)->kobj, KOBJ_OFFLINE);
 	}
 	sess->down_epoch = epoch;
 	sec = READ_ONCE(rnbd_clt_reconnect_timeout);
@@ -828,6 +831,7 @@ static void rnbd_clt_take_reconnect_rsp(struct rnbd_clt_dev *dev,
 	struct rnbd_clt_limits lim;
 
 	rnbd_clt_take_reopen_rsp(dev, rsp, epoch, &lim);
+	kobject_uevent(&disk_to_dev(dev->gd)->kobj, KOBJ_ONLINE);
 	if (rnbd_clt_limits_eq(&lim, &dev->lim))
 		return;
 	dev->new_lim = lim;

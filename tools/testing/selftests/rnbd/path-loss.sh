@@ -18,6 +18,8 @@
 # again under fio: the same.  Round five: a second device, which the
 # server does not find when the session reconnects, is "closed" and its IO
 # fails while the first goes on; once it is back, remap_device opens it.
+# As Linux's client, the disk's uevents say "offline" when the session
+# lost its paths and "online" when the device is open again.
 # The server side is map-lib.sh's, restarting on request.
 #
 # rnbd-vm: topology=two
@@ -196,7 +198,8 @@ fio_stop() {
 	[ -n "$FIO_PID" ] || return 0
 	kill "$FIO_PID" 2>/dev/null
 	rnbd_wait 30 fio_stopped
-	wait
+	# Not a bare wait: the uevent monitor runs in the background too.
+	wait "$FIO_PID" 2>/dev/null
 	FIO_PID=
 }
 
@@ -338,6 +341,34 @@ waiting_io_fails() {
 	fio_failed
 }
 
+UEVENTS=/tmp/rnbd-path-loss.uevents
+UEVENTS_PID=
+
+# The kernel's uevents of block devices, into $UEVENTS.
+uevents_start() {
+	udevadm monitor --kernel --subsystem-match=block >"$UEVENTS" 2>&1 &
+	UEVENTS_PID=$!
+}
+
+uevents_stop() {
+	[ -n "$UEVENTS_PID" ] && kill "$UEVENTS_PID" 2>/dev/null
+	wait "$UEVENTS_PID" 2>/dev/null
+	UEVENTS_PID=
+}
+
+# uevents_seen RNBDN ACTION...: the offline and online uevents of RNBDN
+# (not of its partitions) are these ACTIONs, in this order.
+uevents_seen() {
+	local all got
+
+	all=$(awk -v dev="/$1 (block)" '$1 ~ /^KERNEL/ &&
+		substr($0, length($0) - length(dev) + 1) == dev { printf "%s ", $2 }' \
+		"$UEVENTS")
+	echo "uevents of $1: ${all:-none}"
+	got=$(tr ' ' '\n' <<<"$all" | grep -E '^(offline|online)$' | tr '\n' ' ')
+	[ "$got" = "${*:2} " ]
+}
+
 # round_one: the IO waits reconnect_timeout, then fails; once the cables
 # are back the device works again, and remaps.
 round_one() {
@@ -347,6 +378,7 @@ round_one() {
 	ktap_check "both paths connected" rnbd_paths_connected
 	fio_start forever
 	ktap_check "fio writes and verifies" fio_ios
+	uevents_start
 	ktap_check "the host pulls both cables" links off
 	ktap_check "the session lost its paths: IO waits up to $WAIT_SEC s, fio still runs" \
 		lost "$WAIT_SEC" 0
@@ -358,6 +390,9 @@ round_one() {
 	ktap_check "the host plugs both cables back" links on
 	ktap_check "the session reconnects, the device is open again" \
 		reconnected "$n"
+	ktap_check "uevents of $DEV: offline at the loss, online when open again" \
+		rnbd_wait 10 uevents_seen "$DEV" offline online
+	uevents_stop
 	ktap_check "$DEV: a block written and read back" rw_ok "$DEV"
 	ktap_check "remap_device opens $DEV again" remap_ok "$DEV"
 	ktap_check "$DEV: a block written and read back" rw_ok "$DEV"
@@ -540,7 +575,7 @@ round_five() {
 }
 
 test_client() {
-	ktap_header 53
+	ktap_header 54
 	echo "# cables pulled by $(rnbd_cable_how)"
 	ktap_check "rxe up" rnbd_rdma_up
 	server_ready >/dev/null 2>&1
