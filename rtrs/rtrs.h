@@ -45,7 +45,9 @@ enum rtrs_clt_link_ev {
  * struct rtrs_clt_ops - what the ULP gives a client session
  * @priv: passed back to @link_ev
  * @link_ev: called when the session lost its last path (DISCONNECTED) or
- *	     got one back (RECONNECTED); may sleep
+ *	     got one back (RECONNECTED), from the session's work in process
+ *	     context; it may sleep, but not wait for anything held around
+ *	     rtrs_clt_close(), which waits for it
  */
 struct rtrs_clt_ops {
 	void *priv;
@@ -104,8 +106,14 @@ int rtrs_clt_poll(struct rtrs_clt_sess *sess, unsigned int queue);
 /**
  * struct rtrs_clt_io - a request of the ULP
  * @dir: READ (the server writes @sg) or WRITE (the server gets @sg)
- * @conf: called once per request with 0 or a negative errno, in softirq
- *	  or process context, unless rtrs_clt_request() returned an error
+ * @conf: called once per request with 0 or a negative errno, unless
+ *	  rtrs_clt_request() returned an error, and maybe before it returned.
+ *	  It must not sleep: it runs in softirq context when the request's
+ *	  connection completes by interrupt, in the context of the caller of
+ *	  rtrs_clt_poll() when it is polled, and in process context when the
+ *	  path's work reaps it: the IO watchdog polling a polled connection,
+ *	  or the path's close, which reaps what its polled connections hold
+ *	  and fails what no other path took.
  * @priv: passed back to @conf
  * @usr: the user header, copied before rtrs_clt_request() returns
  * @usr_len: bytes of @usr
@@ -158,9 +166,12 @@ enum rtrs_srv_link_ev {
  *	     bytes written; for a READ, the ULP fills @data with @datalen
  *	     bytes.  @usr is the request's user header.  The ULP answers with
  *	     rtrs_srv_resp_rdma(), now or later; a non-zero return answers
- *	     with that error at once.  Called from the completion work of
- *	     the request's connection: it may sleep, holding up that
- *	     connection's other completions meanwhile.
+ *	     with that error at once.  Called in process context, from
+ *	     the completion work (IB_POLL_WORKQUEUE) of a connection of the
+ *	     request's path: the request's own connection or, with
+ *	     always_invalidate, the path's admin connection, where the
+ *	     invalidation of the chunk completes.  It may sleep, holding up
+ *	     that connection's other completions meanwhile.
  * @link_ev: a session appeared (CONNECTED: a non-zero return refuses it)
  *	     or lost its last path and is gone (DISCONNECTED); may sleep.
  *	     @priv is what rtrs_srv_set_sess_priv() set.
