@@ -84,7 +84,7 @@ static const struct kernel_param_ops rtrs_srv_chunk_size_ops = {
 module_param_cb(sess_queue_depth, &rtrs_srv_queue_depth_ops,
 		&rtrs_srv_queue_depth, 0444);
 MODULE_PARM_DESC(sess_queue_depth,
-		 "Chunks, so IOs in flight, per session (1-65535, default 512)");
+		 "Chunks, so IOs in flight, per session (default 512; 1-65535, its next power of two times max_chunk_size at most 256 MiB: 2048 with 128 KiB chunks)");
 module_param_cb(max_chunk_size, &rtrs_srv_chunk_size_ops,
 		&rtrs_srv_chunk_size, 0444);
 MODULE_PARM_DESC(max_chunk_size,
