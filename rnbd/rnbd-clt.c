@@ -53,6 +53,13 @@ static struct workqueue_struct *rnbd_clt_wq;
 /* At most a day: a bound, not a way to wait for ever. */
 #define RNBD_CLT_MAX_RECONNECT_TIMEOUT	86400
 
+/*
+ * A request unanswered this long is overdue: RTRS reaps its polled queue
+ * or closes its path, which sends it again on another.  The block layer's
+ * default, as Linux's client has it.
+ */
+#define RNBD_CLT_IO_TIMEOUT		(30 * HZ)
+
 /* Seconds the IO of a session without a path waits for one. */
 static unsigned int rnbd_clt_reconnect_timeout = 30;
 
@@ -188,7 +195,11 @@ static int rnbd_clt_send_msg(struct rnbd_clt_session *sess, void *msg,
 		err = rtrs_clt_request(sess->rtrs, permit, &io);
 	rcu_read_unlock();
 	if (!err) {
-		wait_for_completion(&wait.done);
+		/* As blk-mq's timeout does for the IO. */
+		while (!wait_for_completion_timeout(&wait.done,
+						    RNBD_CLT_IO_TIMEOUT))
+			rtrs_clt_overdue(sess->rtrs, permit, &wait,
+					 RNBD_CLT_IO_TIMEOUT);
 		err = wait.errno;
 	}
 	rtrs_clt_put_permit(sess->rtrs, permit);
@@ -511,9 +522,28 @@ static void rnbd_clt_map_queues(struct blk_mq_tag_set *set)
 	}
 }
 
+/*
+ * The request has been in RTRS for RNBD_CLT_IO_TIMEOUT: RTRS reaps it, or
+ * closes its path if it waited there that long, which sends it again on
+ * another.  Unless that completed it, it stays ours: its completion comes
+ * through RTRS, from the path that answers or with the error of the last
+ * one, and the timer runs again.
+ */
+static enum blk_eh_timer_return rnbd_clt_timeout(struct request *rq)
+{
+	struct rnbd_clt_dev *dev = rq->q->queuedata;
+	struct rnbd_clt_iu *iu = blk_mq_rq_to_pdu(rq);
+
+	rtrs_clt_overdue(dev->sess->rtrs, iu->permit, iu, RNBD_CLT_IO_TIMEOUT);
+	if (blk_mq_rq_state(rq) != MQ_RQ_IN_FLIGHT)
+		return BLK_EH_DONE;
+	return BLK_EH_RESET_TIMER;
+}
+
 static const struct blk_mq_ops rnbd_clt_mq_ops = {
 	.queue_rq = rnbd_clt_queue_rq,
 	.complete = rnbd_clt_complete_rq,
+	.timeout = rnbd_clt_timeout,
 	.map_queues = rnbd_clt_map_queues,
 	.poll = rnbd_clt_poll,
 };
@@ -1009,6 +1039,7 @@ static int rnbd_clt_alloc_tag_set(struct rnbd_clt_session *sess)
 	set->queue_depth = sess->queue_depth;
 	set->numa_node = NUMA_NO_NODE;
 	set->flags = BLK_MQ_F_SHOULD_MERGE;
+	set->timeout = RNBD_CLT_IO_TIMEOUT;
 	set->cmd_size = struct_size((struct rnbd_clt_iu *)NULL, sg,
 				    sess->max_segments);
 	set->driver_data = sess;

@@ -48,13 +48,6 @@
  */
 #define RTRS_CLT_RNR_RETRIES		7
 #define RTRS_CLT_RETRIES		6
-/*
- * A request unanswered this long closes its path, and fails over: the
- * server or the device lost it (rxe can stall a queue pair for good
- * without an error).  The block layer's own timeout is as long.
- */
-#define RTRS_CLT_IO_TIMEOUT_MS		30000U
-#define RTRS_CLT_IO_WATCHDOG_MS		5000
 /* Reconnect delay when the ULP gives none. */
 #define RTRS_CLT_RECONNECT_DELAY_SEC	5
 /*
@@ -956,6 +949,75 @@ int rtrs_clt_poll(struct rtrs_clt_sess *sess, unsigned int queue)
 }
 EXPORT_SYMBOL_GPL(rtrs_clt_poll);
 
+/*
+ * The request of @permit on @path, if it is @priv's and in flight there:
+ * reap its polled connection first, where the answer may wait, then close
+ * the path if the request has waited there for @timeout.  Called with
+ * @path's io_ref held.
+ */
+static bool rtrs_clt_path_overdue(struct rtrs_clt_path *path,
+				  struct rtrs_permit *permit, void *priv,
+				  unsigned long timeout)
+{
+	struct rtrs_clt_req *req = &path->reqs[permit->mem_id];
+
+	if (!atomic_read(&req->in_use) || READ_ONCE(req->priv) != priv)
+		return false;
+	if (permit->poll_queue >= 0)
+		rtrs_clt_poll_path(path, permit->poll_queue);
+	if (!atomic_read(&req->in_use) || READ_ONCE(req->priv) != priv)
+		return false;
+	/*
+	 * A request that came here from a failed path gets its full time on
+	 * this one; one line per path: its other requests time out together.
+	 */
+	if (time_before(jiffies, READ_ONCE(req->start) + timeout) ||
+	    rtrs_clt_path_state(path) != RTRS_CLT_CONNECTED)
+		return true;
+	rtrs_path_err(&path->s, "%s: request %u unanswered for %u s, closing the path\n",
+		      path->name, permit->mem_id, jiffies_to_msecs(timeout) / 1000);
+	rtrs_clt_path_fail(path);
+	return true;
+}
+
+/**
+ * rtrs_clt_overdue() - the ULP waited too long for a request
+ * @sess: the session
+ * @permit: the request's permit
+ * @priv: the request's &rtrs_clt_io.priv: by the time the ULP calls, the
+ *	  permit may have gone to another request
+ * @timeout: how long the request may wait on one path, in jiffies
+ *
+ * A request the server or the device lost (rxe can stop a queue pair for
+ * good without an error) is answered by nothing else: its path is closed
+ * once the request has waited there for @timeout, which sends the
+ * request again on another path, or fails it with -ECONNABORTED when none
+ * is left.  An answer waiting in a polled connection that nobody polls is
+ * reaped instead.  The ULP calls again later for a request that is not
+ * answered yet.
+ *
+ * Context: process, such as blk-mq's timeout handler.
+ */
+void rtrs_clt_overdue(struct rtrs_clt_sess *sess, struct rtrs_permit *permit,
+		      void *priv, unsigned long timeout)
+{
+	struct rtrs_clt_path *path;
+	bool found = false;
+
+	rcu_read_lock();
+	list_for_each_entry_rcu(path, &sess->paths, entry) {
+		/* A path going down fails its requests over anyway. */
+		if (!percpu_ref_tryget_live(&path->io_ref))
+			continue;
+		found = rtrs_clt_path_overdue(path, permit, priv, timeout);
+		percpu_ref_put(&path->io_ref);
+		if (found)
+			break;
+	}
+	rcu_read_unlock();
+}
+EXPORT_SYMBOL_GPL(rtrs_clt_overdue);
+
 int rtrs_clt_query(struct rtrs_clt_sess *sess, struct rtrs_attrs *attr)
 {
 	mutex_lock(&sess->paths_mutex);
@@ -1397,34 +1459,6 @@ static void rtrs_clt_destroy_cons(struct rtrs_clt_path *path)
 	}
 }
 
-static void rtrs_clt_io_watchdog(struct work_struct *work)
-{
-	struct rtrs_clt_path *path = container_of(to_delayed_work(work),
-						  struct rtrs_clt_path,
-						  io_watchdog);
-	unsigned long limit = msecs_to_jiffies(RTRS_CLT_IO_TIMEOUT_MS);
-	struct rtrs_clt_req *req;
-	u32 i;
-
-	/* An answer may wait in a polled connection that nobody polls. */
-	for (i = 0; i < path->sess->nr_poll_queues; i++)
-		rtrs_clt_poll_path(path, i);
-	for (i = 0; i < path->queue_depth; i++) {
-		req = &path->reqs[i];
-		/* A request reused meanwhile only looks younger. */
-		if (atomic_read(&req->in_use) &&
-		    time_after(jiffies, READ_ONCE(req->start) + limit)) {
-			rtrs_path_err(&path->s, "%s: request %u unanswered for %u s, closing the path\n",
-				      path->name, i,
-				      RTRS_CLT_IO_TIMEOUT_MS / 1000);
-			rtrs_clt_path_fail(path);
-			return;
-		}
-	}
-	queue_delayed_work(rtrs_clt_wq, &path->io_watchdog,
-			   msecs_to_jiffies(RTRS_CLT_IO_WATCHDOG_MS));
-}
-
 static void rtrs_clt_path_teardown(struct rtrs_clt_path *path)
 {
 	if (!percpu_ref_is_dying(&path->io_ref)) {
@@ -1432,7 +1466,6 @@ static void rtrs_clt_path_teardown(struct rtrs_clt_path *path)
 		wait_for_completion(&path->io_ref_done);
 	}
 	rtrs_hb_stop(&path->s);
-	cancel_delayed_work_sync(&path->io_watchdog);
 	rtrs_path_disconnect(&path->s);
 	rtrs_clt_drain_cons(path);
 	rtrs_clt_destroy_qps(path);
@@ -1747,8 +1780,6 @@ static int rtrs_clt_path_open(struct rtrs_clt_path *path)
 		goto out_teardown;
 	}
 	rtrs_hb_start(&path->s);
-	queue_delayed_work(rtrs_clt_wq, &path->io_watchdog,
-			   msecs_to_jiffies(RTRS_CLT_IO_WATCHDOG_MS));
 	rtrs_path_info(&path->s, "%s: connected (%s:%u, queue depth %u)\n",
 		       path->name, path->hca_name, path->hca_port,
 		       path->queue_depth);
@@ -1873,7 +1904,6 @@ static struct rtrs_clt_path *rtrs_clt_alloc_path(struct rtrs_clt_sess *sess,
 	init_waitqueue_head(&path->setup_wq);
 	INIT_WORK(&path->close_work, rtrs_clt_close_work);
 	INIT_DELAYED_WORK(&path->reconnect_dwork, rtrs_clt_reconnect_work);
-	INIT_DELAYED_WORK(&path->io_watchdog, rtrs_clt_io_watchdog);
 	path->hb_cqe.done = rtrs_clt_hb_done;
 	rtrs_hb_init(&path->s, &path->hb_cqe, rtrs_clt_hb_err, rtrs_clt_wq);
 	rtrs_clt_make_name(path);

@@ -193,7 +193,7 @@ struct rtrs_clt_rbuf {
  * @conf: the ULP's completion
  * @priv: passed to @conf
  * @errno: the server's answer, kept while @mr is invalidated
- * @start: jiffies when it was sent, for the path's IO watchdog
+ * @start: jiffies when it was posted on @path, for rtrs_clt_overdue()
  * @need_inv: @mr is still valid and must be invalidated before completion
  * @counted: counts in the path's @inflight
  * @in_use: set while in flight; whoever clears it completes the request
@@ -244,7 +244,6 @@ struct rtrs_clt_req {
  * @io_ref_done: completed when @io_ref is killed and drained
  * @close_work: takes a failed CONNECTED path down
  * @reconnect_dwork: connects a CLOSED path again
- * @io_watchdog: closes a CONNECTED path whose IO goes unanswered
  * @info_done: completed when the server's INFO_RSP is processed
  * @info_err: its result
  * @setup_err: set, under @state_lock, when a connection fails while the
@@ -282,7 +281,6 @@ struct rtrs_clt_path {
 	struct completion io_ref_done;
 	struct work_struct close_work;
 	struct delayed_work reconnect_dwork;
-	struct delayed_work io_watchdog;
 	struct completion info_done;
 	int info_err;
 	int setup_err;

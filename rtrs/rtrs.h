@@ -110,10 +110,10 @@ int rtrs_clt_poll(struct rtrs_clt_sess *sess, unsigned int queue);
  *	  rtrs_clt_request() returned an error, and maybe before it returned.
  *	  It must not sleep: it runs in softirq context when the request's
  *	  connection completes by interrupt, in the context of the caller of
- *	  rtrs_clt_poll() when it is polled, and in process context when the
- *	  path's work reaps it: the IO watchdog polling a polled connection,
- *	  or the path's close, which reaps what its polled connections hold
- *	  and fails what no other path took.
+ *	  rtrs_clt_poll() when it is polled, and in process context when
+ *	  rtrs_clt_overdue() reaps a polled connection, or the path's close
+ *	  reaps what its polled connections hold and fails what no other
+ *	  path took.
  * @priv: passed back to @conf
  * @usr: the user header, copied before rtrs_clt_request() returns
  * @usr_len: bytes of @usr
@@ -134,6 +134,8 @@ struct rtrs_clt_io {
 
 int rtrs_clt_request(struct rtrs_clt_sess *sess, struct rtrs_permit *permit,
 		     const struct rtrs_clt_io *io);
+void rtrs_clt_overdue(struct rtrs_clt_sess *sess, struct rtrs_permit *permit,
+		      void *priv, unsigned long timeout);
 
 /**
  * struct rtrs_attrs - what a client session can carry

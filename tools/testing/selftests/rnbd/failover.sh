@@ -427,7 +427,7 @@ rxe_retries() {
 # pauses N: the server's guest paused N times, 10 s apart, as a starved
 # host would.  The client's rxe retries what went unacknowledged, and a
 # retry may run into rxe's fault (testing.rst): that path stops, and our
-# watchdog must close it, fail its requests over and reconnect it.  The
+# IO timeout must close it, fail its requests over and reconnect it.  The
 # IO goes on either way and both paths are connected at the end.
 pauses() {
 	local n r0 r1
@@ -442,7 +442,7 @@ pauses() {
 	echo "rxe retried $((r1 - r0)) times"
 	[ "$r1" -gt "$r0" ] || { echo "no retry: the pauses tested nothing"; return 1; }
 	if dmesg | grep -q "$RXE_FAULT"; then
-		echo "rxe's fault: $(dmesg | grep -c 'unanswered for') path(s) closed by the watchdog"
+		echo "rxe's fault: $(dmesg | grep -c 'unanswered for') path(s) closed by the IO timeout"
 	fi
 	rnbd_wait 120 rnbd_paths_connected || rnbd_paths_connected
 }

@@ -293,12 +293,12 @@ map() {
 # shellcheck disable=SC2034
 SESS=/sys/class/rtrs-client/$SESSNAME
 
-# Linux's client has no watchdog for a queue pair that stops without an
+# Linux's client has no IO timeout for a queue pair that stops without an
 # error, and Debian 6.1's rxe stops one when an ACK comes late enough for a
 # retry and the retry runs again a memory registration that already ran
 # (it logs RXE_FAULT): the client's IO then waits forever.  While Linux's
 # client does IO, a stall of its devices with that fault logged by the
-# client's own rxe has the test do what our client's watchdog does:
+# client's own rxe has the test do what our client's IO timeout does:
 # reconnect each path in turn, which fails its requests over to the other.
 # Each such rescue is counted and printed; the data is still verified, and
 # a stall without the fault still fails the test.  The server's rxe logs it

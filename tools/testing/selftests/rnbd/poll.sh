@@ -6,9 +6,11 @@
 # io_uring's IOPOLL writes and verifies it (crc32c) through that queue,
 # also while each path in turn, then both at once, are disconnected and
 # reconnected: the requests unanswered on a lost path fail over, the IO
-# goes on over the other, and the reconnected path is polled again.  The
-# server's disk holds what the client read.  A device of the same session
-# must ask for as many polled queues; nr_poll_queues=-1 is one per CPU.
+# goes on over the other, and the reconnected path is polled again; and
+# while the server's disk stops for longer than the IO timeout, which
+# closes the paths that hold unanswered requests.  The server's disk
+# holds what the client read.  A device of the same session must ask for
+# as many polled queues; nr_poll_queues=-1 is one per CPU.
 #
 # rnbd-vm: topology=one
 # rnbd-vm: timeout=900
@@ -314,18 +316,27 @@ path_cycle() {
 # flight, on a completion queue nobody polls any more, fail over to the
 # other; with both gone, the IO waits for them and goes on, no error.
 cycle_paths() {
-	local set pid rc=0
+	with_io path_cycles "$@"
+}
+
+path_cycles() {
+	local set
+
+	for set in "$@"; do
+		path_cycle "$set" || return 1
+	done
+}
+
+# with_io CMD...: CMD while polled fio runs go on one after the other;
+# CMD and every run must pass.
+with_io() {
+	local pid rc=0
 
 	rm -f "$RUN.stop" "$RUN.failed" "$RUN.runs" "$RUN".fio.*
 	io_loop &
 	pid=$!
 	sleep 3
-	for set in "$@"; do
-		if ! path_cycle "$set"; then
-			rc=1
-			break
-		fi
-	done
+	"$@" || rc=1
 	touch "$RUN.stop"
 	wait "$pid"
 	echo "$(fio_runs) fio runs"
@@ -336,6 +347,32 @@ cycle_paths() {
 		return 1
 	fi
 	return $rc
+}
+
+# overdue: the server's disk stopped (its dm-linear suspended) for longer
+# than the client's IO timeout (30 s), with requests in flight: blk-mq's
+# timeout has RTRS close each path that held one that long ("unanswered
+# for 30 s"), and the requests go to the other path or wait for one.
+# Once the disk goes on, the fio run of the moment ends, verified, and
+# both paths are connected.
+overdue() {
+	local since runs n
+
+	since=$(rnbd_kmsg_mark)
+	rnbd_wait 60 busy 0 || rnbd_wait 60 busy 1 ||
+		{ echo "no request in flight in 60 s"; return 1; }
+	runs=$(fio_runs)
+	dmsetup suspend --nolockfs "$DM" || return 1
+	sleep "$STUCK_S"
+	dmsetup resume "$DM" || return 1
+	n=$(rnbd_kmsg_since "$since" |
+		grep -cE "unanswered for [0-9]+ s, closing the path")
+	echo "the disk stood still for $STUCK_S s: $n path(s) closed by the IO timeout"
+	[ "$n" -gt 0 ] || return 1
+	rnbd_wait "$OUTAGE_S" runs_since "$runs" ||
+		{ echo "no fio run ended after the disk went on"; return 1; }
+	rnbd_wait "$OUTAGE_S" paths_are "0 1" connected ||
+		{ echo "the paths are not connected again"; return 1; }
 }
 
 # nr_poll_queues=-1 on a session of its own: one polled queue per CPU.
@@ -397,12 +434,14 @@ if rnbd_debug_kernel; then
 	SRV_PARAMS=sess_queue_depth=128
 	IO_MB=1 VERIFY_4K=512k VERIFY_64K=2M SINGLE_CUTS=(0 1) OUTAGE_S=300
 	BOTH_CUTS=("0 1")
+	STUCK_S=45
 else
 	IO_MB=4 VERIFY_4K=2M VERIFY_64K=8M SINGLE_CUTS=(0 1 0 1) OUTAGE_S=60
 	BOTH_CUTS=("0 1" "0 1")
+	STUCK_S=40
 fi
 
-ktap_header 11
+ktap_header 12
 setup >"$RUN.setup" 2>&1
 ktap_check "map a null_blk with nr_poll_queues=1 over both paths" setup_done
 ktap_check "one polled queue, and the block layer polls it" poll_queues
@@ -414,6 +453,8 @@ ktap_check "polled IO verified while each path is disconnected (its requests fai
 	cycle_paths "${SINGLE_CUTS[@]}"
 ktap_check "polled IO verified while both paths are down for 3 s, ${#BOTH_CUTS[@]} time(s)" \
 	cycle_paths "${BOTH_CUTS[@]}"
+ktap_check "polled IO verified while the server's disk stops for $STUCK_S s: the IO timeout closes the paths that hold requests" \
+	with_io overdue
 ktap_check "the server's disk holds what the client reads" same_data
 ktap_check "a device of the session without its polled queue is refused" \
 	rnbd_map_refused "Invalid argument" "$SESSNAME" "$LOOP"
