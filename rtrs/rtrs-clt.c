@@ -949,6 +949,12 @@ int rtrs_clt_poll(struct rtrs_clt_sess *sess, unsigned int queue)
 }
 EXPORT_SYMBOL_GPL(rtrs_clt_poll);
 
+/* @req is in flight for the ULP's request @priv. */
+static bool rtrs_clt_req_is(struct rtrs_clt_req *req, void *priv)
+{
+	return atomic_read(&req->in_use) && READ_ONCE(req->priv) == priv;
+}
+
 /*
  * The request of @permit on @path, if it is @priv's and in flight there:
  * reap its polled connection first, where the answer may wait, then close
@@ -961,11 +967,11 @@ static bool rtrs_clt_path_overdue(struct rtrs_clt_path *path,
 {
 	struct rtrs_clt_req *req = &path->reqs[permit->mem_id];
 
-	if (!atomic_read(&req->in_use) || READ_ONCE(req->priv) != priv)
+	if (!rtrs_clt_req_is(req, priv))
 		return false;
 	if (permit->poll_queue >= 0)
 		rtrs_clt_poll_path(path, permit->poll_queue);
-	if (!atomic_read(&req->in_use) || READ_ONCE(req->priv) != priv)
+	if (!rtrs_clt_req_is(req, priv))
 		return false;
 	/*
 	 * A request that came here from a failed path gets its full time on
