@@ -218,24 +218,37 @@ rxe_faults() {
 	echo $(($(dmesg | grep -c "$RXE_FAULT") + srv))
 }
 
+# seen_up PATH: PATH is connected; the faults logged so far are marked as
+# before it, read first so that none logged meanwhile is missed.
+seen_up() {
+	local f
+
+	f=$(rxe_faults) || return 1
+	rnbd_path_is "$1" connected || return 0
+	echo "$f" >"$RUN/faults.$1"
+}
+
 # path_ready PATH: PATH is connected before the test acts on it.  It may
-# not be only because rxe's fault closed it since the last mark (the end
-# of a cut, or of an earlier such wait): then it must come back by itself;
-# each such close is counted in $RUN/fault-closes.
+# not be only because rxe's fault closed it since it was last seen up,
+# for instance while the other path was cut: then it must come back by
+# itself; each such close is counted in $RUN/fault-closes.
 path_ready() {
 	local i=$1 f0 f1 state
 
 	state=$(rnbd_path_state "$i")
-	[ "$state" = connected ] && return 0
-	f0=$(cat "$RUN/faults" 2>/dev/null || echo 0)
+	[ "$state" = connected ] && { seen_up "$i"; return; }
+	f0=$(cat "$RUN/faults.$i" 2>/dev/null || echo 0)
 	f1=$(rxe_faults) || return 1
-	[ "$f1" -gt "$f0" ] ||
-		{ echo "path $i is $state, and rxe logged no fault since the last cut"; return 1; }
+	if [ "$f1" -le "$f0" ]; then
+		dmesg | grep -E 'rtrs|rxe' | tail -n 3 | sed 's/^/client: /'
+		echo "path $i is $state, and rxe logged no fault since it was last seen up"
+		return 1
+	fi
 	echo "path $i was $state: rxe's fault closed it"
 	echo "$i" >>"$RUN/fault-closes"
 	rnbd_wait 120 rnbd_path_is "$i" connected ||
 		{ echo "path $i did not come back in 120 s after rxe's fault"; return 1; }
-	echo "$f1" >"$RUN/faults"
+	seen_up "$i"
 }
 
 # The IO: fio runs one after the other, each writing then verifying its
@@ -351,7 +364,7 @@ cut() {
 	rnbd_wait 120 rnbd_path_is "$i" connected ||
 		{ echo "path $i did not reconnect in 120 s"; return 1; }
 	t3=$(now)
-	rxe_faults >"$RUN/faults" || return 1
+	seen_up "$i" || return 1
 	echo "$kind path $i: closed $(secs "$t0" "$t1") s after the cut, longest IO stall $(stall_since "$t0") s, reconnected $(secs "$t2" "$t3") s after the restore"
 }
 
