@@ -23,6 +23,7 @@
 #
 # rnbd-vm: topology=two
 # rnbd-vm: timeout=1200
+# rnbd-vm: cuts=paths
 
 SESSNAME=failover
 MAP_NULL_BLK=0

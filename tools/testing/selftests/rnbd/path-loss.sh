@@ -24,6 +24,7 @@
 #
 # rnbd-vm: topology=two
 # rnbd-vm: timeout=1500
+# rnbd-vm: cuts=paths
 
 SESSNAME=pathloss
 MAP_NULL_BLK=0
