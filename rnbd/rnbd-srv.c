@@ -15,6 +15,7 @@
 #include <linux/slab.h>
 
 #include "rnbd-srv.h"
+#include "rnbd-srv-trace.h"
 
 static u16 rnbd_srv_port = RNBD_DEFAULT_PORT;
 char rnbd_srv_dev_search_path[PATH_MAX] = "/";
@@ -103,6 +104,7 @@ static int rnbd_srv_sess_connected(struct rtrs_srv_sess *rtrs)
 	mutex_unlock(&rnbd_srv_sessions_mutex);
 	rtrs_srv_set_sess_priv(rtrs, sess);
 	rnbd_srv_info(sess, "session up\n");
+	trace_create_sess(sess);
 	return 0;
 }
 
@@ -171,6 +173,7 @@ static void rnbd_srv_sess_disconnected(struct rnbd_srv_session *sess)
 	struct rnbd_srv_sess_dev *sess_dev;
 	unsigned long id;
 
+	trace_destroy_sess(sess);
 	mutex_lock(&rnbd_srv_sessions_mutex);
 	list_del(&sess->entry);
 	mutex_unlock(&rnbd_srv_sessions_mutex);
@@ -218,6 +221,7 @@ static int rnbd_srv_sess_info(struct rnbd_srv_session *sess, const void *usr,
 		return -EINVAL;
 	}
 	sess->ver = min_t(u8, msg->ver, RNBD_PROTO_VER_MAJOR);
+	trace_process_msg_sess_info(sess, msg);
 	/* All of @data goes back: nothing of an earlier request with it. */
 	memset(data, 0, datalen);
 	rsp->hdr.type = cpu_to_le16(RNBD_MSG_SESS_INFO_RSP);
@@ -269,6 +273,7 @@ static int rnbd_srv_open(struct rnbd_srv_session *sess, const void *usr,
 	}
 	/* The answer goes where the message is: keep a copy. */
 	memcpy(&msg, usr, sizeof(msg));
+	trace_process_msg_open(sess, &msg);
 	mutex_lock(&sess->open_mutex);
 	err = rnbd_srv_open_sess_dev(sess, &msg, &sess_dev);
 	if (err)
@@ -314,6 +319,7 @@ static int rnbd_srv_close(struct rnbd_srv_session *sess, const void *usr,
 
 	if (usrlen < sizeof(*msg))
 		return -EINVAL;
+	trace_process_msg_close(sess, msg);
 	sess_dev = rnbd_srv_take_sess_dev(sess, le32_to_cpu(msg->device_id),
 					  NULL);
 	if (!sess_dev) {
@@ -337,6 +343,7 @@ static int rnbd_srv_io(struct rnbd_srv_session *sess, struct rtrs_srv_op *id,
 		return -EINVAL;
 	/* A READ's data overwrites the header in the chunk: keep a copy. */
 	memcpy(&msg, usr, min(usrlen, sizeof(msg)));
+	trace_process_rdma(sess, &msg, datalen, usrlen);
 	sess_dev = rnbd_srv_get_sess_dev(sess, le32_to_cpu(msg.device_id));
 	if (!sess_dev) {
 		rnbd_srv_err_rl(sess, "IO on unknown device %u\n",

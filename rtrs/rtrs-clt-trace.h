@@ -2,7 +2,8 @@
 /*
  * RTRS client tracepoints, events/rtrs_clt/ in tracefs: the life of a path
  * (connected, failed to connect, closed, reconnected), the fail-over of its
- * requests, and its errors.  Each names the session and the path as sysfs
+ * requests, and its errors; and, by the names of Linux's own client, the
+ * steps of its recovery.  Each names the session and the path as sysfs
  * does ("<src>@<dst>").  rtrs-clt-trace.c makes them.
  */
 #undef TRACE_SYSTEM
@@ -153,6 +154,64 @@ TRACE_EVENT(rtrs_clt_path_error,
 	),
 	TP_printk("sess=%s path=%s what=%s status=%d", __get_str(sess),
 		  __get_str(name), __get_str(what), __entry->status)
+);
+
+TRACE_DEFINE_ENUM(RTRS_CLT_CONNECTING);
+TRACE_DEFINE_ENUM(RTRS_CLT_CONNECTED);
+TRACE_DEFINE_ENUM(RTRS_CLT_CLOSING);
+TRACE_DEFINE_ENUM(RTRS_CLT_CLOSED);
+TRACE_DEFINE_ENUM(RTRS_CLT_DEAD);
+
+/*
+ * A path's recovery, under the names Linux's own client gives these
+ * events, so that what traces them works with ours: its state, and its
+ * failed reconnects in a row with the session's limit (-1: none).
+ */
+DECLARE_EVENT_CLASS(rtrs_clt_recovery_class,
+	TP_PROTO(const struct rtrs_clt_path *path),
+	TP_ARGS(path),
+	TP_STRUCT__entry(
+		__string(sess, path->s.sessname)
+		__string(name, path->name)
+		__field(int, state)
+		__field(int, attempts)
+		__field(int, max_attempts)
+	),
+	TP_fast_assign(
+		rnbd_compat_assign_str(sess, path->s.sessname);
+		rnbd_compat_assign_str(name, path->name);
+		__entry->state = READ_ONCE(path->state);
+		__entry->attempts = path->reconnect_attempts;
+		__entry->max_attempts =
+			READ_ONCE(path->sess->max_reconnect_attempts);
+	),
+	TP_printk("sess=%s path=%s state=%s attempts=%d max_attempts=%d",
+		  __get_str(sess), __get_str(name),
+		  __print_symbolic(__entry->state,
+				   { RTRS_CLT_CONNECTING, "CONNECTING" },
+				   { RTRS_CLT_CONNECTED, "CONNECTED" },
+				   { RTRS_CLT_CLOSING, "CLOSING" },
+				   { RTRS_CLT_CLOSED, "CLOSED" },
+				   { RTRS_CLT_DEAD, "DEAD" }),
+		  __entry->attempts, __entry->max_attempts)
+);
+
+/* Something broke on a path: a connected one is to be closed. */
+DEFINE_EVENT(rtrs_clt_recovery_class, rtrs_rdma_error_recovery,
+	TP_PROTO(const struct rtrs_clt_path *path),
+	TP_ARGS(path)
+);
+
+/* A failed path's connections are torn down. */
+DEFINE_EVENT(rtrs_clt_recovery_class, rtrs_clt_close_conns,
+	TP_PROTO(const struct rtrs_clt_path *path),
+	TP_ARGS(path)
+);
+
+/* A closed path's reconnect attempt starts. */
+DEFINE_EVENT(rtrs_clt_recovery_class, rtrs_clt_reconnect_work,
+	TP_PROTO(const struct rtrs_clt_path *path),
+	TP_ARGS(path)
 );
 
 #endif /* RTRS_CLT_TRACE_H */

@@ -129,6 +129,7 @@ static void rtrs_clt_path_fail(struct rtrs_clt_path *path)
 		break;
 	case RTRS_CLT_CONNECTED:
 		WRITE_ONCE(path->state, RTRS_CLT_CLOSING);
+		trace_rtrs_rdma_error_recovery(path);
 		queue_work(rtrs_clt_wq, &path->close_work);
 		break;
 	default:
@@ -1558,6 +1559,7 @@ static void rtrs_clt_close_work(struct work_struct *work)
 	rtrs_path_info(&path->s, "%s: closing the path\n", path->name);
 	trace_rtrs_clt_path_closed(path,
 				   READ_ONCE(path->stay_down) ? "closed" : "failed");
+	trace_rtrs_clt_close_conns(path);
 	rtrs_clt_path_teardown(path);
 	rtrs_clt_schedule_reconnect(path);
 	mutex_unlock(&path->setup_mutex);
@@ -1848,6 +1850,7 @@ static void rtrs_clt_reconnect_work(struct work_struct *work)
 		mutex_unlock(&path->setup_mutex);
 		return;
 	}
+	trace_rtrs_clt_reconnect_work(path);
 	err = rtrs_clt_reconnect_once(path);
 	if (!err) {
 		path->reconnect_attempts = 0;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * RTRS server tracepoints, events/rtrs_srv/ in tracefs: sessions made and
- * gone, paths up and closed, connection requests refused and malformed
- * messages of clients.  A path is named as its sysfs directory is
- * ("<client address>@<server address>").  rtrs-srv-trace.c makes them.
+ * gone, paths up and closed, connection requests refused, malformed
+ * messages of clients, and the answers to requests.  A path is named as
+ * its sysfs directory is ("<client address>@<server address>").
+ * rtrs-srv-trace.c makes them.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM rtrs_srv
@@ -126,6 +127,37 @@ TRACE_EVENT(rtrs_srv_conn_rejected,
 		__entry->err = err;
 	),
 	TP_printk("path=%s err=%d", __entry->name, __entry->err)
+);
+
+/*
+ * The answer to request @op goes out with @errno: named as Linux's own
+ * server names it, so that what traces it works with ours.  @rereg: the
+ * chunk is registered again with it (always_invalidate); need_inval: the
+ * client asked for its buffer's rkey to be invalidated.
+ */
+TRACE_EVENT(send_io_resp_imm,
+	TP_PROTO(const struct rtrs_srv_op *op, int errno, bool rereg),
+	TP_ARGS(op, errno, rereg),
+	TP_STRUCT__entry(
+		__string(sess, op->path->s.sessname)
+		__field(u32, msg_id)
+		__field(int, dir)
+		__field(int, errno)
+		__field(bool, need_inval)
+		__field(bool, rereg)
+	),
+	TP_fast_assign(
+		rnbd_compat_assign_str(sess, op->path->s.sessname);
+		__entry->msg_id = op->msg_id;
+		__entry->dir = op->dir;
+		__entry->errno = errno;
+		__entry->need_inval = op->need_inval;
+		__entry->rereg = rereg;
+	),
+	TP_printk("sess=%s msg_id=%u dir=%s errno=%d need_inval=%d rereg=%d",
+		  __get_str(sess), __entry->msg_id,
+		  __entry->dir == READ ? "READ" : "WRITE", __entry->errno,
+		  __entry->need_inval, __entry->rereg)
 );
 
 #endif /* RTRS_SRV_TRACE_H */

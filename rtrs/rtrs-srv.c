@@ -917,6 +917,7 @@ bool rtrs_srv_resp_rdma(struct rtrs_srv_op *id, int errno)
 		rtrs_srv_release_op(id);
 		return true;
 	}
+	trace_send_io_resp_imm(id, errno, rtrs_srv_always_invalidate);
 	/* It frees the chunk: @id may be the client's next request after it. */
 	err = rtrs_srv_post_rsp(id, errno);
 	if (err) {

@@ -7,7 +7,9 @@
 # requests and bytes the block layer counted, each path the same as the
 # server's stats/rdma of that path; the CPU migrations add up; each stats
 # file resets on "1", reset_all resets them all.  The tracepoints of both
-# sides fire as the paths come up and go.
+# sides fire as the paths come up and go, as the server answers each
+# message, and as the client recovers a path the server closed; those
+# Linux's own RTRS and RNBD have fire under its names.
 #
 # rnbd-vm: topology=two
 
@@ -43,19 +45,40 @@ srv_stats() {
 	done
 }
 
-# srv_trace: a session came and went, with two paths up and closed.
+# srv_disconnect: the server closes its side of one path.
+srv_disconnect() {
+	local p
+
+	for p in "$SRV_PATHS"/*; do
+		echo 1 >"$p/disconnect"
+		return
+	done
+	echo "no path in $SRV_PATHS"
+	return 1
+}
+
+# srv_trace: a session came and went, with two paths up and closed; each
+# message of RNBD, and each answer of RTRS, traced.
 srv_trace() {
 	rnbd_traced 1 rtrs_srv_sess_created "sess=$SESSNAME " &&
 		rnbd_traced 2 rtrs_srv_path_connected "sess=$SESSNAME " &&
 		rnbd_wait 30 rnbd_traced 2 rtrs_srv_path_closed "sess=$SESSNAME " &&
 		rnbd_wait 30 rnbd_traced 1 rtrs_srv_sess_destroyed "sess=$SESSNAME " &&
-		rnbd_traced 2 rtrs_srv_path_closed "sess=$SESSNAME "
+		rnbd_traced 2 rtrs_srv_path_closed "sess=$SESSNAME " &&
+		rnbd_traced 1 create_sess "sess=$SESSNAME" &&
+		rnbd_traced 1 process_msg_sess_info "sess=$SESSNAME clt_ver=2 ver=2" &&
+		rnbd_traced 1 process_msg_open "sess=$SESSNAME dev_name=$DISK access_mode=rw" &&
+		rnbd_traced 100 process_rdma "sess=$SESSNAME device_id=0 op=WRITE" &&
+		rnbd_traced 100 process_rdma "sess=$SESSNAME device_id=0 op=READ" &&
+		rnbd_traced 200 send_io_resp_imm "sess=$SESSNAME msg_id=[0-9]* dir=\(READ\|WRITE\) errno=0 need_inval=[01] rereg=1" &&
+		rnbd_traced 1 process_msg_close "sess=$SESSNAME device_id=0" &&
+		rnbd_traced 1 destroy_sess "sess=$SESSNAME"
 }
 
 test_server() {
 	local status rc=0
 
-	if server_up && rnbd_trace_on rtrs_srv; then
+	if server_up && rnbd_trace_on rtrs_srv && rnbd_trace_on rnbd_srv; then
 		rnbd_sync_put server-ready "ok $(blockdev --getsize64 "$DISK") $DISKS"
 	else
 		rnbd_sync_put server-ready fail
@@ -67,11 +90,16 @@ test_server() {
 		rnbd_sync_put srv-reset-done "$status"
 		rnbd_sync_wait srv-stats "$RNBD_VM_TIMEOUT" >/dev/null &&
 			rnbd_sync_put srv-stats-done "$(srv_stats)"
+		status="no request to disconnect"
+		rnbd_sync_wait srv-disconnect "$RNBD_VM_TIMEOUT" >/dev/null &&
+			status=$(srv_disconnect 2>&1) && status=ok
+		rnbd_sync_put srv-disconnect-done "$status"
 	fi
 	rnbd_sync_wait client-done "$RNBD_VM_TIMEOUT" >/dev/null || rc=1
 	status=$(srv_trace 2>&1) && status=ok
 	rnbd_sync_put srv-trace "$status"
 	rnbd_trace_off rtrs_srv
+	rnbd_trace_off rnbd_srv
 	server_finish || rc=1
 	return $rc
 }
@@ -273,6 +301,24 @@ reset_all_second() {
 	some_counted "$q" && echo 1 >"$q/stats/reset_all" && zeroed "$q"
 }
 
+# recovery_traced: the server closes a path; the client's recovery of it
+# fires the events of Linux's client: the error, the teardown, and the
+# reconnect of the closed path, which then connects.
+recovery_traced() {
+	local status
+
+	rnbd_sync_put srv-disconnect
+	status=$(rnbd_sync_wait srv-disconnect-done 60) || return 1
+	[ "$status" = ok ] || { echo "server: $status"; return 1; }
+	rnbd_wait 30 rnbd_traced 1 rtrs_rdma_error_recovery \
+		"sess=$SESSNAME path=.* state=CLOSING attempts=0 max_attempts=-1" &&
+		rnbd_wait 30 rnbd_traced 1 rtrs_clt_close_conns \
+			"sess=$SESSNAME path=.* state=CLOSING" &&
+		rnbd_wait 60 rnbd_traced 1 rtrs_clt_reconnect_work \
+			"sess=$SESSNAME path=.* state=CLOSED attempts=0 max_attempts=-1" &&
+		rnbd_wait 60 rnbd_paths_connected >/dev/null
+}
+
 srv_trace_ok() {
 	local status
 
@@ -285,7 +331,7 @@ round_robin() {
 }
 
 test_client() {
-	ktap_header 23
+	ktap_header 24
 	ktap_check "rxe up" rnbd_rdma_up
 	# Not through ktap_check: its subshell would lose SERVER_*.
 	server_ready >/dev/null 2>&1
@@ -313,6 +359,8 @@ test_client() {
 		reset_one cpu_migration_to migr
 	ktap_check "stats/reconnects resets on 1" reset_one reconnects reconnects
 	ktap_check "stats/reset_all resets everything" reset_all_second
+	ktap_check "the server closes a path: its recovery traced, it connects again" \
+		recovery_traced
 	ktap_check "unmap_device normal" unmap
 	ktap_check "rtrs_clt_path_closed traced for both paths" \
 		rnbd_wait 30 rnbd_traced 2 rtrs_clt_path_closed "sess=$SESSNAME path=.* reason=closed"
