@@ -1581,8 +1581,11 @@ out_unlock:
  * @dev: the device
  * @nsectors: its new capacity: 1 to the server's size, in logical blocks
  *
- * Return: 0, -EINVAL for a size out of bounds, -ENOENT when @dev is not
- * open.
+ * The capacity is the client's own: a device whose session lost its paths
+ * is resized all the same, within the size the server last reported.
+ *
+ * Return: 0, -EINVAL for a size out of bounds, -ENOENT when the server
+ * could not open @dev again or it is being unmapped.
  */
 int rnbd_clt_resize(struct rnbd_clt_dev *dev, u64 nsectors)
 {
