@@ -14,6 +14,7 @@
 #
 # rnbd-vm: topology=one
 # rnbd-vm: timeout=900
+# rnbd-vm: cuts=paths
 
 . "$(dirname "$0")/lib.sh"
 
