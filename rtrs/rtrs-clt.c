@@ -64,8 +64,14 @@ static struct class rtrs_clt_class = {
 
 static struct rtrs_ib_dev_pool rtrs_clt_dev_pool;
 
-/* Runs the paths' close and heartbeat works. */
+/* Runs the paths' close, reconnect and heartbeat works. */
 static struct workqueue_struct *rtrs_clt_wq;
+/*
+ * Runs the sessions' link works, which a path's reconnect work waits for:
+ * a work may not wait for another of its own workqueue when that has a
+ * rescuer, as the rescuer runs one work at a time.
+ */
+static struct workqueue_struct *rtrs_clt_link_wq;
 
 static void rtrs_clt_send_done(struct ib_cq *cq, struct ib_wc *wc);
 
@@ -1563,7 +1569,7 @@ static void rtrs_clt_close_work(struct work_struct *work)
 	rtrs_clt_path_teardown(path);
 	rtrs_clt_schedule_reconnect(path);
 	mutex_unlock(&path->setup_mutex);
-	queue_work(rtrs_clt_wq, &path->sess->link_work);
+	queue_work(rtrs_clt_link_wq, &path->sess->link_work);
 }
 
 /* INFO_REQ and INFO_RSP: the server's chunks */
@@ -1860,7 +1866,7 @@ static void rtrs_clt_reconnect_work(struct work_struct *work)
 	}
 	mutex_unlock(&path->setup_mutex);
 	if (!err)
-		queue_work(rtrs_clt_wq, &path->sess->link_work);
+		queue_work(rtrs_clt_link_wq, &path->sess->link_work);
 }
 
 static void rtrs_clt_io_ref_release(struct percpu_ref *ref)
@@ -2122,7 +2128,7 @@ struct rtrs_clt_sess *rtrs_clt_open(const struct rtrs_clt_ops *ops,
 	if (err)
 		goto out_close;
 	/* A path may have gone while the others connected. */
-	queue_work(rtrs_clt_wq, &sess->link_work);
+	queue_work(rtrs_clt_link_wq, &sess->link_work);
 	return sess;
 
 out_close:
@@ -2222,7 +2228,7 @@ int rtrs_clt_add_path_sysfs(struct rtrs_clt_sess *sess,
 		err = rtrs_clt_add_path(sess, addr);
 	mutex_unlock(&sess->ctl_mutex);
 	if (!err)
-		queue_work(rtrs_clt_wq, &sess->link_work);
+		queue_work(rtrs_clt_link_wq, &sess->link_work);
 	return err;
 }
 
@@ -2278,7 +2284,7 @@ int rtrs_clt_reconnect_path(struct rtrs_clt_path *path)
 	}
 	mutex_unlock(&path->setup_mutex);
 	mutex_unlock(&sess->ctl_mutex);
-	queue_work(rtrs_clt_wq, &sess->link_work);
+	queue_work(rtrs_clt_link_wq, &sess->link_work);
 	return err;
 }
 
@@ -2362,14 +2368,22 @@ static int __init rtrs_clt_init(void)
 		err = -ENOMEM;
 		goto out_destroy_pool;
 	}
+	rtrs_clt_link_wq = alloc_workqueue("rtrs_clt_link_wq", WQ_MEM_RECLAIM,
+					   0);
+	if (!rtrs_clt_link_wq) {
+		err = -ENOMEM;
+		goto out_destroy_wq;
+	}
 	err = class_register(&rtrs_clt_class);
 	if (err) {
 		pr_err("cannot register class %s: %d\n", rtrs_clt_class.name,
 		       err);
-		goto out_destroy_wq;
+		goto out_destroy_link_wq;
 	}
 	return 0;
 
+out_destroy_link_wq:
+	destroy_workqueue(rtrs_clt_link_wq);
 out_destroy_wq:
 	destroy_workqueue(rtrs_clt_wq);
 out_destroy_pool:
@@ -2380,6 +2394,7 @@ out_destroy_pool:
 static void __exit rtrs_clt_exit(void)
 {
 	class_unregister(&rtrs_clt_class);
+	destroy_workqueue(rtrs_clt_link_wq);
 	destroy_workqueue(rtrs_clt_wq);
 	rtrs_ib_dev_pool_destroy(&rtrs_clt_dev_pool);
 }
