@@ -219,8 +219,9 @@ rxe_faults() {
 	echo $(($(dmesg | grep -c "$RXE_FAULT") + srv))
 }
 
-# seen_up PATH: PATH is connected; the faults logged so far are marked as
-# before it, read first so that none logged meanwhile is missed.
+# seen_up PATH: where PATH is connected, mark the faults logged so far as
+# before it; they are counted first, so that one logged meanwhile is not
+# taken for one before.
 seen_up() {
 	local f
 
