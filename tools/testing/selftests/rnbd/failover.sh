@@ -91,16 +91,23 @@ srv_path_from() {
 	return 1
 }
 
-# srv_disconnect PATH: close the server's side of PATH from its sysfs.
-# rxe's fault may have closed it a moment ago: the client is back within
-# seconds.
+# srv_disconnect_from ADDR: the server's path from ADDR closed from its
+# sysfs, if it has one.
+srv_disconnect_from() {
+	local p
+
+	p=$(srv_path_from "$1") && echo 1 >"$p/disconnect"
+}
+
+# srv_disconnect PATH: close the server's side of PATH.  rxe's fault may
+# have closed it a moment ago, or close it, and its session, while we
+# look: the client is back within seconds, and we try again.
 srv_disconnect() {
-	local addr p
+	local addr
 
 	addr=$(rnbd_path_addr "$1" client)
-	rnbd_wait 60 srv_path_from "$addr" ||
-		{ echo "no server path to $addr for 60 s"; return 1; }
-	p=$(srv_path_from "$addr") && echo 1 >"$p/disconnect"
+	rnbd_wait 60 srv_disconnect_from "$addr" ||
+		{ echo "no server path from $addr to disconnect for 60 s"; return 1; }
 }
 
 # The client reads VIEW_MB of the disk once its IO is done, into the sync
