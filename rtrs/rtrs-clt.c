@@ -1530,6 +1530,15 @@ static void rtrs_clt_link_work(struct work_struct *work)
 				       RTRS_CLT_LINK_EV_DISCONNECTED);
 }
 
+/*
+ * The link work, on the workqueue that lets a reconnect work wait for it:
+ * every caller queues it here, none on rtrs_clt_wq.
+ */
+static void rtrs_clt_queue_link_work(struct rtrs_clt_sess *sess)
+{
+	queue_work(rtrs_clt_link_wq, &sess->link_work);
+}
+
 /* Queue the next reconnect of a CLOSED path, unless it is to stay down. */
 static void rtrs_clt_schedule_reconnect(struct rtrs_clt_path *path)
 {
@@ -1569,7 +1578,7 @@ static void rtrs_clt_close_work(struct work_struct *work)
 	rtrs_clt_path_teardown(path);
 	rtrs_clt_schedule_reconnect(path);
 	mutex_unlock(&path->setup_mutex);
-	queue_work(rtrs_clt_link_wq, &path->sess->link_work);
+	rtrs_clt_queue_link_work(path->sess);
 }
 
 /* INFO_REQ and INFO_RSP: the server's chunks */
@@ -1866,7 +1875,7 @@ static void rtrs_clt_reconnect_work(struct work_struct *work)
 	}
 	mutex_unlock(&path->setup_mutex);
 	if (!err)
-		queue_work(rtrs_clt_link_wq, &path->sess->link_work);
+		rtrs_clt_queue_link_work(path->sess);
 }
 
 static void rtrs_clt_io_ref_release(struct percpu_ref *ref)
@@ -2128,7 +2137,7 @@ struct rtrs_clt_sess *rtrs_clt_open(const struct rtrs_clt_ops *ops,
 	if (err)
 		goto out_close;
 	/* A path may have gone while the others connected. */
-	queue_work(rtrs_clt_link_wq, &sess->link_work);
+	rtrs_clt_queue_link_work(sess);
 	return sess;
 
 out_close:
@@ -2228,7 +2237,7 @@ int rtrs_clt_add_path_sysfs(struct rtrs_clt_sess *sess,
 		err = rtrs_clt_add_path(sess, addr);
 	mutex_unlock(&sess->ctl_mutex);
 	if (!err)
-		queue_work(rtrs_clt_link_wq, &sess->link_work);
+		rtrs_clt_queue_link_work(sess);
 	return err;
 }
 
@@ -2284,7 +2293,7 @@ int rtrs_clt_reconnect_path(struct rtrs_clt_path *path)
 	}
 	mutex_unlock(&path->setup_mutex);
 	mutex_unlock(&sess->ctl_mutex);
-	queue_work(rtrs_clt_link_wq, &sess->link_work);
+	rtrs_clt_queue_link_work(sess);
 	return err;
 }
 
