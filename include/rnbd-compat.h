@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The kernel API differences between the kernels the modules build for
- * (Debian's 6.1 and 6.12), in one place, so the code reads as one kernel's.
+ * The kernel API differences RNBD meets between the kernels the modules
+ * build for (Debian's 6.1 and 6.12), in one place, so the code reads as one
+ * kernel's.  RTRS's are in rtrs-compat.h.
  */
 #ifndef RNBD_COMPAT_H
 #define RNBD_COMPAT_H
@@ -190,16 +191,6 @@ static inline int rnbd_compat_update_limits(struct request_queue *q,
 	return 0;
 }
 
-#endif
-
-/*
- * A string field of a tracepoint: 6.10 dropped __assign_str()'s source,
- * which __string() names already.
- */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
-#define rnbd_compat_assign_str(dst, src)	__assign_str(dst)
-#else
-#define rnbd_compat_assign_str(dst, src)	__assign_str(dst, src)
 #endif
 
 #endif /* RNBD_COMPAT_H */

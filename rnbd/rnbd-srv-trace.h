@@ -12,7 +12,7 @@
 #define RNBD_SRV_TRACE_H
 
 #include <linux/tracepoint.h>
-#include <rnbd-compat.h>
+#include <rtrs-compat.h>
 
 #include "rnbd-proto.h"
 #include "rnbd-srv.h"
@@ -25,7 +25,7 @@ DECLARE_EVENT_CLASS(rnbd_srv_sess_class,
 		__string(sess, sess->sessname)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, sess->sessname);
+		rtrs_compat_assign_str(sess, sess->sessname);
 	),
 	TP_printk("sess=%s", __get_str(sess))
 );
@@ -67,7 +67,7 @@ TRACE_EVENT(process_rdma,
 		__field(size_t, usrlen)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, sess->sessname);
+		rtrs_compat_assign_str(sess, sess->sessname);
 		__entry->device_id = le32_to_cpu(msg->device_id);
 		__entry->sector = le64_to_cpu(msg->sector);
 		__entry->rw = le32_to_cpu(msg->rw);
@@ -105,7 +105,7 @@ TRACE_EVENT(process_msg_sess_info,
 		__field(u8, ver)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, sess->sessname);
+		rtrs_compat_assign_str(sess, sess->sessname);
 		__entry->clt_ver = msg->ver;
 		__entry->ver = sess->ver;
 	),
@@ -124,7 +124,7 @@ TRACE_EVENT(process_msg_open,
 		__field(u8, access_mode)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, sess->sessname);
+		rtrs_compat_assign_str(sess, sess->sessname);
 		strscpy(__entry->dev_name, (const char *)msg->dev_name,
 			NAME_MAX);
 		__entry->access_mode = msg->access_mode;
@@ -147,7 +147,7 @@ TRACE_EVENT(process_msg_close,
 		__field(u32, device_id)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, sess->sessname);
+		rtrs_compat_assign_str(sess, sess->sessname);
 		__entry->device_id = le32_to_cpu(msg->device_id);
 	),
 	TP_printk("sess=%s device_id=%u", __get_str(sess),

@@ -13,7 +13,7 @@
 #define RTRS_CLT_TRACE_H
 
 #include <linux/tracepoint.h>
-#include <rnbd-compat.h>
+#include <rtrs-compat.h>
 
 #include "rtrs-clt.h"
 
@@ -28,9 +28,9 @@ TRACE_EVENT(rtrs_clt_path_connected,
 		__field(u32, queue_depth)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, path->s.sessname);
-		rnbd_compat_assign_str(name, path->name);
-		rnbd_compat_assign_str(hca, path->hca_name);
+		rtrs_compat_assign_str(sess, path->s.sessname);
+		rtrs_compat_assign_str(name, path->name);
+		rtrs_compat_assign_str(hca, path->hca_name);
 		__entry->port = path->hca_port;
 		__entry->queue_depth = path->queue_depth;
 	),
@@ -49,8 +49,8 @@ DECLARE_EVENT_CLASS(rtrs_clt_path_err_class,
 		__field(int, err)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, path->s.sessname);
-		rnbd_compat_assign_str(name, path->name);
+		rtrs_compat_assign_str(sess, path->s.sessname);
+		rtrs_compat_assign_str(name, path->name);
 		__entry->err = err;
 	),
 	TP_printk("sess=%s path=%s err=%d", __get_str(sess), __get_str(name),
@@ -79,9 +79,9 @@ TRACE_EVENT(rtrs_clt_path_closed,
 		__string(reason, reason)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, path->s.sessname);
-		rnbd_compat_assign_str(name, path->name);
-		rnbd_compat_assign_str(reason, reason);
+		rtrs_compat_assign_str(sess, path->s.sessname);
+		rtrs_compat_assign_str(name, path->name);
+		rtrs_compat_assign_str(reason, reason);
 	),
 	TP_printk("sess=%s path=%s reason=%s", __get_str(sess),
 		  __get_str(name), __get_str(reason))
@@ -99,8 +99,8 @@ TRACE_EVENT(rtrs_clt_reconnect,
 		__field(unsigned int, delay_ms)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, path->s.sessname);
-		rnbd_compat_assign_str(name, path->name);
+		rtrs_compat_assign_str(sess, path->s.sessname);
+		rtrs_compat_assign_str(name, path->name);
 		__entry->attempt = attempt;
 		__entry->delay_ms = delay_ms;
 	),
@@ -123,9 +123,9 @@ TRACE_EVENT(rtrs_clt_failover,
 		__field(unsigned int, nr)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, from->s.sessname);
-		rnbd_compat_assign_str(from, from->name);
-		rnbd_compat_assign_str(to, to ? to->name : "none");
+		rtrs_compat_assign_str(sess, from->s.sessname);
+		rtrs_compat_assign_str(from, from->name);
+		rtrs_compat_assign_str(to, to ? to->name : "none");
 		__entry->nr = nr;
 	),
 	TP_printk("sess=%s from=%s to=%s requests=%u", __get_str(sess),
@@ -147,9 +147,9 @@ TRACE_EVENT(rtrs_clt_path_error,
 		__field(int, status)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, path->s.sessname);
-		rnbd_compat_assign_str(name, path->name);
-		rnbd_compat_assign_str(what, what);
+		rtrs_compat_assign_str(sess, path->s.sessname);
+		rtrs_compat_assign_str(name, path->name);
+		rtrs_compat_assign_str(what, what);
 		__entry->status = status;
 	),
 	TP_printk("sess=%s path=%s what=%s status=%d", __get_str(sess),
@@ -178,8 +178,8 @@ DECLARE_EVENT_CLASS(rtrs_clt_recovery_class,
 		__field(int, max_attempts)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, path->s.sessname);
-		rnbd_compat_assign_str(name, path->name);
+		rtrs_compat_assign_str(sess, path->s.sessname);
+		rtrs_compat_assign_str(name, path->name);
 		__entry->state = READ_ONCE(path->state);
 		__entry->attempts = path->reconnect_attempts;
 		__entry->max_attempts =

@@ -13,7 +13,7 @@
 #define RTRS_SRV_TRACE_H
 
 #include <linux/tracepoint.h>
-#include <rnbd-compat.h>
+#include <rtrs-compat.h>
 
 #include "rtrs-srv.h"
 
@@ -39,7 +39,7 @@ DECLARE_EVENT_CLASS(rtrs_srv_sess_class,
 		__field(unsigned int, queue_depth)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, srv->sessname);
+		rtrs_compat_assign_str(sess, srv->sessname);
 		memcpy(__entry->uuid, &srv->uuid, UUID_SIZE);
 		__entry->queue_depth = srv->queue_depth;
 	),
@@ -68,10 +68,10 @@ TRACE_EVENT(rtrs_srv_path_connected,
 		__field(unsigned int, con_num)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, path->s.sessname);
+		rtrs_compat_assign_str(sess, path->s.sessname);
 		rtrs_srv_trace_name(__entry->name, &path->s.dst_addr,
 				    &path->s.src_addr);
-		rnbd_compat_assign_str(hca, dev_name(&path->s.dev->ib_dev->dev));
+		rtrs_compat_assign_str(hca, dev_name(&path->s.dev->ib_dev->dev));
 		__entry->con_num = path->s.con_num;
 	),
 	TP_printk("sess=%s path=%s hca=%s connections=%u", __get_str(sess),
@@ -87,7 +87,7 @@ TRACE_EVENT(rtrs_srv_path_closed,
 		__array(char, name, RTRS_SRV_PATH_NAME_MAX)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, path->s.sessname);
+		rtrs_compat_assign_str(sess, path->s.sessname);
 		rtrs_srv_trace_name(__entry->name, &path->s.dst_addr,
 				    &path->s.src_addr);
 	),
@@ -104,10 +104,10 @@ TRACE_EVENT(rtrs_srv_bad_msg,
 		__string(what, what)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, path->s.sessname);
+		rtrs_compat_assign_str(sess, path->s.sessname);
 		rtrs_srv_trace_name(__entry->name, &path->s.dst_addr,
 				    &path->s.src_addr);
-		rnbd_compat_assign_str(what, what);
+		rtrs_compat_assign_str(what, what);
 	),
 	TP_printk("sess=%s path=%s what=%s", __get_str(sess), __entry->name,
 		  __get_str(what))
@@ -147,7 +147,7 @@ TRACE_EVENT(send_io_resp_imm,
 		__field(bool, rereg)
 	),
 	TP_fast_assign(
-		rnbd_compat_assign_str(sess, op->path->s.sessname);
+		rtrs_compat_assign_str(sess, op->path->s.sessname);
 		__entry->msg_id = op->msg_id;
 		__entry->dir = op->dir;
 		__entry->errno = errno;
