@@ -104,6 +104,35 @@ enum rtrs_clt_state rtrs_clt_path_state(struct rtrs_clt_path *path)
 	return READ_ONCE(path->state);
 }
 
+static enum rtrs_clt_sess_state
+rtrs_clt_sess_state(const struct rtrs_clt_sess *sess)
+{
+	return READ_ONCE(sess->state);
+}
+
+/* The states each session state may be entered from: rtrs-clt.h. */
+#define RTRS_CLT_SESS_S(s)	BIT(RTRS_CLT_SESS_##s)
+static const u8 rtrs_clt_sess_state_from[] = {
+	[RTRS_CLT_SESS_UP]	= RTRS_CLT_SESS_S(OPENING) | RTRS_CLT_SESS_S(DOWN),
+	[RTRS_CLT_SESS_DOWN]	= RTRS_CLT_SESS_S(UP),
+	[RTRS_CLT_SESS_CLOSING]	= RTRS_CLT_SESS_S(OPENING) | RTRS_CLT_SESS_S(UP) |
+				  RTRS_CLT_SESS_S(DOWN),
+};
+
+/* Move @sess to state @to if the table allows it from its state. */
+static bool rtrs_clt_sess_change_state(struct rtrs_clt_sess *sess,
+				       enum rtrs_clt_sess_state to)
+{
+	bool changed;
+
+	spin_lock(&sess->state_lock);
+	changed = rtrs_clt_sess_state_from[to] & BIT(sess->state);
+	if (changed)
+		WRITE_ONCE(sess->state, to);
+	spin_unlock(&sess->state_lock);
+	return changed;
+}
+
 static bool rtrs_clt_change_state(struct rtrs_clt_path *path,
 				  enum rtrs_clt_state from,
 				  enum rtrs_clt_state to)
@@ -1515,11 +1544,11 @@ static void rtrs_clt_link_work(struct work_struct *work)
 						  link_work);
 	bool up = rtrs_clt_sess_connected(sess);
 
-	/* Pairs with the release in rtrs_clt_open(). */
-	if (!smp_load_acquire(&sess->opened) || READ_ONCE(sess->closing) ||
-	    up == sess->link_up)
+	/* rtrs_clt_open() queues this work again when it is done. */
+	if (rtrs_clt_sess_state(sess) == RTRS_CLT_SESS_OPENING ||
+	    !rtrs_clt_sess_change_state(sess, up ? RTRS_CLT_SESS_UP :
+						   RTRS_CLT_SESS_DOWN))
 		return;
-	sess->link_up = up;
 	if (up)
 		rtrs_clt_info(sess, "a path is connected again\n");
 	else
@@ -1547,7 +1576,8 @@ static void rtrs_clt_schedule_reconnect(struct rtrs_clt_path *path)
 	unsigned int delay;
 
 	lockdep_assert_held(&path->setup_mutex);
-	if (READ_ONCE(path->stay_down) || READ_ONCE(sess->closing))
+	if (READ_ONCE(path->stay_down) ||
+	    rtrs_clt_sess_state(sess) == RTRS_CLT_SESS_CLOSING)
 		return;
 	if (max != RTRS_CLT_RECONNECT_FOREVER &&
 	    path->reconnect_attempts >= max) {
@@ -1740,8 +1770,9 @@ static int rtrs_clt_join_sess(struct rtrs_clt_path *path)
 			      path->name, path->queue_depth,
 			      sess->queue_depth);
 		err = -EINVAL;
-	} else if (READ_ONCE(sess->opened) && (io_size < sess->max_io_size ||
-				    segs < sess->max_segments)) {
+	} else if (rtrs_clt_sess_state(sess) != RTRS_CLT_SESS_OPENING &&
+		   (io_size < sess->max_io_size ||
+		    segs < sess->max_segments)) {
 		rtrs_path_err(&path->s, "%s: IO of %u bytes in %u segments, the session's are %u in %u\n",
 			      path->name, io_size, segs, sess->max_io_size,
 			      sess->max_segments);
@@ -1986,6 +2017,8 @@ rtrs_clt_alloc_sess(const struct rtrs_clt_ops *ops,
 	sess->max_io_size = U32_MAX;
 	sess->max_segments = U32_MAX;
 	mutex_init(&sess->ctl_mutex);
+	spin_lock_init(&sess->state_lock);
+	sess->state = RTRS_CLT_SESS_OPENING;
 	INIT_WORK(&sess->link_work, rtrs_clt_link_work);
 	mutex_init(&sess->paths_mutex);
 	INIT_LIST_HEAD(&sess->paths);
@@ -2128,11 +2161,8 @@ struct rtrs_clt_sess *rtrs_clt_open(const struct rtrs_clt_ops *ops,
 	mutex_lock(&sess->ctl_mutex);
 	for (i = 0; i < args->path_cnt && !err; i++)
 		err = rtrs_clt_add_path(sess, &args->paths[i]);
-	if (!err) {
-		sess->link_up = true;
-		/* Pairs with the acquire in rtrs_clt_link_work(). */
-		smp_store_release(&sess->opened, true);
-	}
+	if (!err)
+		rtrs_clt_sess_change_state(sess, RTRS_CLT_SESS_UP);
 	mutex_unlock(&sess->ctl_mutex);
 	if (err)
 		goto out_close;
@@ -2208,6 +2238,14 @@ static bool rtrs_clt_has_path(struct rtrs_clt_sess *sess,
 	return false;
 }
 
+/* The sysfs controls leave @path alone: it or its session is going. */
+static bool rtrs_clt_path_going(struct rtrs_clt_path *path)
+{
+	lockdep_assert_held(&path->sess->ctl_mutex);
+	return rtrs_clt_sess_state(path->sess) == RTRS_CLT_SESS_CLOSING ||
+	       rtrs_clt_path_state(path) == RTRS_CLT_DEAD;
+}
+
 /**
  * rtrs_clt_add_path_sysfs() - add a path to an open session
  * @sess: the session
@@ -2223,7 +2261,7 @@ int rtrs_clt_add_path_sysfs(struct rtrs_clt_sess *sess,
 	int err = 0;
 
 	mutex_lock(&sess->ctl_mutex);
-	if (sess->closing) {
+	if (rtrs_clt_sess_state(sess) == RTRS_CLT_SESS_CLOSING) {
 		err = -ENODEV;
 	} else if (rtrs_clt_has_path(sess, addr)) {
 		rtrs_clt_err(sess, "add_path: the session has that path\n");
@@ -2255,7 +2293,7 @@ int rtrs_clt_disconnect_path(struct rtrs_clt_path *path)
 	int err = 0;
 
 	mutex_lock(&sess->ctl_mutex);
-	if (sess->closing || rtrs_clt_path_state(path) == RTRS_CLT_DEAD)
+	if (rtrs_clt_path_going(path))
 		err = -ENODEV;
 	else
 		rtrs_clt_stop_path(path);
@@ -2278,7 +2316,7 @@ int rtrs_clt_reconnect_path(struct rtrs_clt_path *path)
 	int err;
 
 	mutex_lock(&sess->ctl_mutex);
-	if (sess->closing || rtrs_clt_path_state(path) == RTRS_CLT_DEAD) {
+	if (rtrs_clt_path_going(path)) {
 		mutex_unlock(&sess->ctl_mutex);
 		return -ENODEV;
 	}
@@ -2314,7 +2352,7 @@ int rtrs_clt_remove_path(struct rtrs_clt_path *path,
 	int err = 0;
 
 	mutex_lock(&sess->ctl_mutex);
-	if (sess->closing || rtrs_clt_path_state(path) == RTRS_CLT_DEAD) {
+	if (rtrs_clt_path_going(path)) {
 		err = -ENODEV;
 	} else if (sess->nr_paths == 1) {
 		rtrs_clt_err(sess, "remove_path: %s is the last path\n",
@@ -2352,7 +2390,7 @@ void rtrs_clt_close(struct rtrs_clt_sess *sess)
 
 	/* From here the sysfs controls leave the paths alone. */
 	mutex_lock(&sess->ctl_mutex);
-	WRITE_ONCE(sess->closing, true);
+	rtrs_clt_sess_change_state(sess, RTRS_CLT_SESS_CLOSING);
 	mutex_unlock(&sess->ctl_mutex);
 	list_for_each_entry(path, &sess->paths, entry)
 		rtrs_clt_stop_path(path);

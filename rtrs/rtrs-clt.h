@@ -38,6 +38,28 @@ enum rtrs_clt_state {
 	RTRS_CLT_DEAD,
 };
 
+/*
+ * A session's state, changed by rtrs_clt_sess_change_state() alone:
+ *
+ *	OPENING ---> UP <---> DOWN
+ *	   |         |         |
+ *	   +---------+---------+---> CLOSING
+ *
+ * OPENING: rtrs_clt_open() connects the first paths: each may lower the
+ *	    session's limits, and the ULP hears of no link event yet.
+ * UP:	    the ULP knows the session (its open returned) and was last told
+ *	    that a path is connected; a path that comes must carry the limits.
+ * DOWN:    the ULP was last told that no path is connected.
+ * CLOSING: rtrs_clt_close() runs: paths going down are no news, none
+ *	    reconnects, and the sysfs controls leave them alone.
+ */
+enum rtrs_clt_sess_state {
+	RTRS_CLT_SESS_OPENING,
+	RTRS_CLT_SESS_UP,
+	RTRS_CLT_SESS_DOWN,
+	RTRS_CLT_SESS_CLOSING,
+};
+
 /* How rtrs_clt_request() picks a path; the numbers are the sysfs ABI. */
 enum rtrs_clt_mp_policy {
 	RTRS_CLT_MP_ROUND_ROBIN,
@@ -83,10 +105,9 @@ struct rtrs_permit {
  * @nr_poll_queues: polled connections of each path, after the IO ones
  * @ctl_mutex: serialises the changes of the session's set of paths: its
  *	       opening, add_path, the paths' sysfs controls and its close
- * @opened: rtrs_clt_open() is done: the ULP hears of link events, and a
- *	    new path must carry the session's limits rather than lower them
- * @closing: set by rtrs_clt_close(): paths going down are no news then
- * @link_up: what the ULP was last told: some path is connected
+ * @state_lock: protects @state
+ * @state: an enum rtrs_clt_sess_state; read without the lock by
+ *	   rtrs_clt_sess_state()
  * @link_work: tells the ULP when the session lost its last path or got
  *	       one back
  * @reconnect_delay_ms: base delay before a closed path reconnects
@@ -119,9 +140,8 @@ struct rtrs_clt_sess {
 	size_t pdu_sz;
 	u32 nr_poll_queues;
 	struct mutex ctl_mutex;	/* serialises path add, remove, close */
-	bool opened;
-	bool closing;
-	bool link_up;
+	spinlock_t state_lock;	/* protects state */
+	enum rtrs_clt_sess_state state;
 	struct work_struct link_work;
 	unsigned int reconnect_delay_ms;
 	int max_reconnect_attempts;
