@@ -80,28 +80,70 @@ static struct ib_cqe rtrs_clt_send_cqe = {
 	.done = rtrs_clt_send_done,
 };
 
-/* Path state */
-
-const char *rtrs_clt_state_str(enum rtrs_clt_state state)
-{
-	switch (state) {
-	case RTRS_CLT_CONNECTING:
-		return "connecting";
-	case RTRS_CLT_CONNECTED:
-		return "connected";
-	case RTRS_CLT_CLOSING:
-		return "closing";
-	case RTRS_CLT_CLOSED:
-		return "closed";
-	case RTRS_CLT_DEAD:
-		return "dead";
-	}
-	return "unknown";
-}
+/* Path and session state */
 
 enum rtrs_clt_state rtrs_clt_path_state(struct rtrs_clt_path *path)
 {
 	return READ_ONCE(path->state);
+}
+
+/* The states each state may be entered from: the table in rtrs-clt.h. */
+#define RTRS_CLT_S(s)	BIT(RTRS_CLT_##s)
+static const u8 rtrs_clt_state_from[] = {
+	[RTRS_CLT_CONNECTING]	= RTRS_CLT_S(CLOSED) | RTRS_CLT_S(STOPPED),
+	[RTRS_CLT_CONNECTED]	= RTRS_CLT_S(CONNECTING),
+	[RTRS_CLT_CLOSING]	= RTRS_CLT_S(CONNECTED),
+	[RTRS_CLT_CLOSED]	= RTRS_CLT_S(CONNECTING) | RTRS_CLT_S(CLOSING),
+	[RTRS_CLT_STOPPING]	= RTRS_CLT_S(CONNECTING) | RTRS_CLT_S(CONNECTED) |
+				  RTRS_CLT_S(CLOSING) | RTRS_CLT_S(CLOSED),
+	[RTRS_CLT_STOPPED]	= RTRS_CLT_S(STOPPING),
+	[RTRS_CLT_DEAD]		= RTRS_CLT_S(CLOSED) | RTRS_CLT_S(STOPPED),
+};
+
+/*
+ * Move @path to state @to, if the table allows it from its state, which
+ * lands in @from (may be NULL).  Entering CONNECTING starts a new setup:
+ * no error yet, no INFO_RSP yet.
+ */
+static bool rtrs_clt_change_state(struct rtrs_clt_path *path,
+				  enum rtrs_clt_state to,
+				  enum rtrs_clt_state *from)
+{
+	unsigned long flags;
+	bool changed;
+
+	spin_lock_irqsave(&path->state_lock, flags);
+	if (from)
+		*from = path->state;
+	changed = rtrs_clt_state_from[to] & BIT(path->state);
+	if (changed) {
+		WRITE_ONCE(path->state, to);
+		if (to == RTRS_CLT_CONNECTING) {
+			path->setup_err = 0;
+			reinit_completion(&path->info_done);
+		}
+	}
+	spin_unlock_irqrestore(&path->state_lock, flags);
+	return changed;
+}
+
+/*
+ * A connect in progress is to give up with @err: a connection failed, or
+ * the path is stopped.  Its waits end at once.
+ */
+static void rtrs_clt_setup_fail(struct rtrs_clt_path *path, int err)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&path->state_lock, flags);
+	if (path->state == RTRS_CLT_CONNECTING ||
+	    path->state == RTRS_CLT_STOPPING) {
+		if (!path->setup_err)
+			path->setup_err = err;
+		complete(&path->info_done);
+	}
+	spin_unlock_irqrestore(&path->state_lock, flags);
+	wake_up(&path->setup_wq);
 }
 
 static enum rtrs_clt_sess_state
@@ -133,44 +175,18 @@ static bool rtrs_clt_sess_change_state(struct rtrs_clt_sess *sess,
 	return changed;
 }
 
-static bool rtrs_clt_change_state(struct rtrs_clt_path *path,
-				  enum rtrs_clt_state from,
-				  enum rtrs_clt_state to)
-{
-	unsigned long flags;
-	bool changed;
-
-	spin_lock_irqsave(&path->state_lock, flags);
-	changed = path->state == from;
-	if (changed)
-		WRITE_ONCE(path->state, to);
-	spin_unlock_irqrestore(&path->state_lock, flags);
-	return changed;
-}
-
 /*
- * Something broke on @path, in any context: a path being set up learns it
- * from setup_err, a connected one is closed by its close work.
+ * Something broke on @path, in any context: a connected path is closed
+ * by its close work, a connect in progress gives up.
  */
 static void rtrs_clt_path_fail(struct rtrs_clt_path *path)
 {
-	unsigned long flags;
-
-	spin_lock_irqsave(&path->state_lock, flags);
-	switch (path->state) {
-	case RTRS_CLT_CONNECTING:
-		path->setup_err = -ECONNRESET;
-		complete(&path->info_done);
-		break;
-	case RTRS_CLT_CONNECTED:
-		WRITE_ONCE(path->state, RTRS_CLT_CLOSING);
+	if (rtrs_clt_change_state(path, RTRS_CLT_CLOSING, NULL)) {
 		trace_rtrs_rdma_error_recovery(path);
 		queue_work(rtrs_clt_wq, &path->close_work);
-		break;
-	default:
-		break;
+		return;
 	}
-	spin_unlock_irqrestore(&path->state_lock, flags);
+	rtrs_clt_setup_fail(path, -ECONNRESET);
 }
 
 static int rtrs_clt_setup_err(struct rtrs_clt_path *path)
@@ -1407,12 +1423,13 @@ static void rtrs_clt_con_abandon(struct rtrs_clt_con *con)
 	rdma_unlock_handler(con->c.cm_id);
 }
 
-/* Connected, failed, or to give up: the path is to stay down. */
+/* Connected, failed, or to give up: the path is stopped. */
 static bool rtrs_clt_con_settled(struct rtrs_clt_con *con)
 {
 	/* Pairs with rtrs_clt_cm_finish(): cm_err is set before. */
 	return smp_load_acquire(&con->cm_finished) ||
-	       READ_ONCE(to_clt_path(con->c.path)->stay_down);
+	       rtrs_clt_path_state(to_clt_path(con->c.path)) ==
+	       RTRS_CLT_STOPPING;
 }
 
 static int rtrs_clt_con_open(struct rtrs_clt_path *path, unsigned int cid)
@@ -1448,7 +1465,7 @@ static int rtrs_clt_con_open(struct rtrs_clt_path *path, unsigned int cid)
 		rtrs_clt_con_abandon(con);
 		return -ETIMEDOUT;
 	}
-	/* Woken for stay_down alone: give up. */
+	/* Woken because the path is stopped: give up. */
 	if (!smp_load_acquire(&con->cm_finished)) {
 		rtrs_clt_con_abandon(con);
 		return -ECONNABORTED;
@@ -1522,7 +1539,9 @@ static void rtrs_clt_path_teardown(struct rtrs_clt_path *path)
 		rtrs_ib_dev_put(path->s.dev);
 		path->s.dev = NULL;
 	}
-	WRITE_ONCE(path->state, RTRS_CLT_CLOSED);
+	/* A path stopped meanwhile is STOPPED by whoever stops it. */
+	if (!rtrs_clt_change_state(path, RTRS_CLT_STOPPED, NULL))
+		rtrs_clt_change_state(path, RTRS_CLT_CLOSED, NULL);
 }
 
 static bool rtrs_clt_sess_connected(struct rtrs_clt_sess *sess)
@@ -1568,7 +1587,7 @@ static void rtrs_clt_queue_link_work(struct rtrs_clt_sess *sess)
 	queue_work(rtrs_clt_link_wq, &sess->link_work);
 }
 
-/* Queue the next reconnect of a CLOSED path, unless it is to stay down. */
+/* Queue the next reconnect of a CLOSED path, unless its session closes. */
 static void rtrs_clt_schedule_reconnect(struct rtrs_clt_path *path)
 {
 	struct rtrs_clt_sess *sess = path->sess;
@@ -1576,7 +1595,7 @@ static void rtrs_clt_schedule_reconnect(struct rtrs_clt_path *path)
 	unsigned int delay;
 
 	lockdep_assert_held(&path->setup_mutex);
-	if (READ_ONCE(path->stay_down) ||
+	if (rtrs_clt_path_state(path) != RTRS_CLT_CLOSED ||
 	    rtrs_clt_sess_state(sess) == RTRS_CLT_SESS_CLOSING)
 		return;
 	if (max != RTRS_CLT_RECONNECT_FOREVER &&
@@ -1603,7 +1622,8 @@ static void rtrs_clt_close_work(struct work_struct *work)
 	mutex_lock(&path->setup_mutex);
 	rtrs_path_info(&path->s, "%s: closing the path\n", path->name);
 	trace_rtrs_clt_path_closed(path,
-				   READ_ONCE(path->stay_down) ? "closed" : "failed");
+				   rtrs_clt_path_state(path) == RTRS_CLT_STOPPING ?
+				   "closed" : "failed");
 	trace_rtrs_clt_close_conns(path);
 	rtrs_clt_path_teardown(path);
 	rtrs_clt_schedule_reconnect(path);
@@ -1828,8 +1848,7 @@ static int rtrs_clt_path_open(struct rtrs_clt_path *path)
 	}
 	reinit_completion(&path->io_ref_done);
 	percpu_ref_resurrect(&path->io_ref);
-	if (!rtrs_clt_change_state(path, RTRS_CLT_CONNECTING,
-				   RTRS_CLT_CONNECTED)) {
+	if (!rtrs_clt_change_state(path, RTRS_CLT_CONNECTED, NULL)) {
 		err = -ECONNRESET;
 		goto out_teardown;
 	}
@@ -1848,22 +1867,16 @@ out_teardown:
 	return err;
 }
 
-/* Connect a CLOSED path again, as a new incarnation for the server. */
+/*
+ * Connect a CLOSED or STOPPED path again, as a new incarnation for the
+ * server.
+ */
 static int rtrs_clt_path_reopen(struct rtrs_clt_path *path)
 {
-	unsigned long flags;
-
 	lockdep_assert_held(&path->setup_mutex);
-	spin_lock_irqsave(&path->state_lock, flags);
-	if (path->state != RTRS_CLT_CLOSED) {
-		spin_unlock_irqrestore(&path->state_lock, flags);
+	if (!rtrs_clt_change_state(path, RTRS_CLT_CONNECTING, NULL))
 		return -EALREADY;
-	}
-	WRITE_ONCE(path->state, RTRS_CLT_CONNECTING);
-	path->setup_err = 0;
-	spin_unlock_irqrestore(&path->state_lock, flags);
 	path->recon_cnt++;
-	reinit_completion(&path->info_done);
 	return rtrs_clt_path_open(path);
 }
 
@@ -1892,7 +1905,8 @@ static void rtrs_clt_reconnect_work(struct work_struct *work)
 	 */
 	flush_work(&path->sess->link_work);
 	mutex_lock(&path->setup_mutex);
-	if (READ_ONCE(path->stay_down)) {
+	/* A stop waits for setup_mutex before it makes the path STOPPED. */
+	if (rtrs_clt_path_state(path) != RTRS_CLT_CLOSED) {
 		mutex_unlock(&path->setup_mutex);
 		return;
 	}
@@ -2075,7 +2089,7 @@ static void rtrs_clt_unlist_path(struct rtrs_clt_path *path)
 	mutex_unlock(&sess->paths_mutex);
 	/* rtrs_clt_request() may still look at it. */
 	synchronize_rcu();
-	WRITE_ONCE(path->state, RTRS_CLT_DEAD);
+	rtrs_clt_change_state(path, RTRS_CLT_DEAD, NULL);
 }
 
 /*
@@ -2181,22 +2195,28 @@ out_put_sess:
 }
 EXPORT_SYMBOL_GPL(rtrs_clt_open);
 
-/* Take @path down and keep it down: no reconnect. */
+/* Take @path down and keep it down: STOPPED, no reconnect. */
 static void rtrs_clt_stop_path(struct rtrs_clt_path *path)
 {
+	enum rtrs_clt_state from;
+
 	/*
 	 * Without setup_mutex, which a connect in progress holds: it gives up
 	 * at once rather than wait for an unreachable server's timeouts.
 	 */
-	WRITE_ONCE(path->stay_down, true);
-	wake_up(&path->setup_wq);
-	/* Then wait for it. */
+	if (!rtrs_clt_change_state(path, RTRS_CLT_STOPPING, &from))
+		return;
+	if (from == RTRS_CLT_CONNECTING)
+		rtrs_clt_setup_fail(path, -ECONNABORTED);
+	else if (from == RTRS_CLT_CONNECTED)
+		queue_work(rtrs_clt_wq, &path->close_work);
+	/* The connect in progress, or a reconnect work's, is over then. */
 	mutex_lock(&path->setup_mutex);
 	mutex_unlock(&path->setup_mutex);
 	cancel_delayed_work_sync(&path->reconnect_dwork);
-	if (rtrs_clt_change_state(path, RTRS_CLT_CONNECTED, RTRS_CLT_CLOSING))
-		queue_work(rtrs_clt_wq, &path->close_work);
 	flush_work(&path->close_work);
+	/* A CLOSED path was down already: nothing else makes it STOPPED. */
+	rtrs_clt_change_state(path, RTRS_CLT_STOPPED, NULL);
 }
 
 /* Same address, whatever the ports: a bound source has one. */
@@ -2322,7 +2342,6 @@ int rtrs_clt_reconnect_path(struct rtrs_clt_path *path)
 	}
 	rtrs_clt_stop_path(path);
 	mutex_lock(&path->setup_mutex);
-	WRITE_ONCE(path->stay_down, false);
 	path->reconnect_attempts = 0;
 	err = rtrs_clt_reconnect_once(path);
 	if (err) {

@@ -22,19 +22,28 @@ struct rtrs_clt_stats;
 	pr_info("%s: " fmt, (sess)->sessname, ##__VA_ARGS__)
 
 /*
- * Life of a path:  CONNECTING -> CONNECTED -> CLOSING -> CLOSED
- *                      ^                                   |
- *                      +------------- reconnect -----------+
- * A path that fails while CONNECTING goes to CLOSED through the error
- * unwinding of its setup; a CONNECTED one through its close work.  A
- * CLOSED path is connected again by its reconnect work unless it was told
- * to stay down.  DEAD: removed from its session, never connected again.
+ * A path's state, changed by rtrs_clt_change_state() alone, which takes
+ * these transitions and refuses the others:
+ *
+ *	to CONNECTING	from CLOSED (the reconnect work) or STOPPED (its
+ *			reconnect in sysfs); a new path starts there
+ *	to CONNECTED	from CONNECTING
+ *	to CLOSING	from CONNECTED: it failed, its close work runs
+ *	to CLOSED	from CONNECTING or CLOSING, torn down: the reconnect
+ *			work connects it again after a delay
+ *	to STOPPING	from CONNECTING, CONNECTED, CLOSING or CLOSED: taken
+ *			down to stay down (disconnect, remove_path, close);
+ *			a connect in progress gives up
+ *	to STOPPED	from STOPPING, torn down
+ *	to DEAD		from CLOSED or STOPPED: off its session's list
  */
 enum rtrs_clt_state {
 	RTRS_CLT_CONNECTING,
 	RTRS_CLT_CONNECTED,
 	RTRS_CLT_CLOSING,
 	RTRS_CLT_CLOSED,
+	RTRS_CLT_STOPPING,
+	RTRS_CLT_STOPPED,
 	RTRS_CLT_DEAD,
 };
 
@@ -254,20 +263,18 @@ struct rtrs_clt_req {
  * @state: an enum rtrs_clt_state
  * @setup_mutex: serialises connecting the path and tearing it down: the
  *		 close and reconnect works and the sysfs controls
- * @stay_down: no reconnect: set by disconnect, remove_path and close,
- *	       without @setup_mutex, so that a connect in progress gives up
  * @setup_wq: where a connect in progress waits for the CM handler
  * @recon_cnt: incarnation of the path, in CON_REQ: the server tells a
  *	       reconnect from a stale connection of the previous one by it
  * @reconnect_attempts: failed reconnects since the path was last up
  * @io_ref: held by each rtrs_clt_request() while it posts on the path
  * @io_ref_done: completed when @io_ref is killed and drained
- * @close_work: takes a failed CONNECTED path down
+ * @close_work: takes a CONNECTED path down once it failed or is stopped
  * @reconnect_dwork: connects a CLOSED path again
  * @info_done: completed when the server's INFO_RSP is processed
  * @info_err: its result
- * @setup_err: set, under @state_lock, when a connection fails while the
- *	       path is still CONNECTING
+ * @setup_err: set, under @state_lock, when a connection fails or the path
+ *	       is stopped while it connects
  * @hb_cqe: completion of our heartbeats
  * @queue_depth: the server's number of chunks
  * @max_io_size: the server's largest data part of an IO
@@ -293,7 +300,6 @@ struct rtrs_clt_path {
 	spinlock_t state_lock;		/* protects state */
 	enum rtrs_clt_state state;
 	struct mutex setup_mutex;	/* serialises connect and teardown */
-	bool stay_down;
 	wait_queue_head_t setup_wq;
 	u16 recon_cnt;
 	int reconnect_attempts;
@@ -330,7 +336,6 @@ static inline struct rtrs_clt_con *to_clt_con(struct rtrs_con *c)
 	return container_of(c, struct rtrs_clt_con, c);
 }
 
-const char *rtrs_clt_state_str(enum rtrs_clt_state state);
 enum rtrs_clt_state rtrs_clt_path_state(struct rtrs_clt_path *path);
 void rtrs_clt_free_path(struct rtrs_clt_path *path);
 int rtrs_clt_add_path_sysfs(struct rtrs_clt_sess *sess,
