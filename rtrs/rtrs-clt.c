@@ -17,7 +17,6 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/delay.h>
 #include <linux/device.h>
 #include <linux/log2.h>
 #include <linux/module.h>
@@ -52,7 +51,8 @@
 #define RTRS_CLT_RECONNECT_DELAY_SEC	5
 /*
  * A path added again right after its removal is refused (EAGAIN) until
- * the server is done closing the old one, which takes seconds under load.
+ * the server is done closing the old one, which takes seconds under load:
+ * the path's reconnect work tries again so often, so many times.
  */
 #define RTRS_CLT_ADD_PATH_TRIES		30
 #define RTRS_CLT_ADD_PATH_RETRY_MS	1000
@@ -1892,6 +1892,27 @@ static int rtrs_clt_reconnect_once(struct rtrs_clt_path *path)
 	return err;
 }
 
+/* Tell rtrs_clt_first_connect() how the first connect of @path ended. */
+static void rtrs_clt_add_done(struct rtrs_clt_path *path, int err)
+{
+	path->add_tries = 0;
+	WRITE_ONCE(path->add_err, err);
+	wake_up(&path->setup_wq);
+}
+
+/* The first connect of an added path again, after an EAGAIN. */
+static int rtrs_clt_retry_add(struct rtrs_clt_path *path)
+{
+	int err = rtrs_clt_path_reopen(path);
+
+	if (err == -EAGAIN && --path->add_tries)
+		queue_delayed_work(rtrs_clt_wq, &path->reconnect_dwork,
+				   msecs_to_jiffies(RTRS_CLT_ADD_PATH_RETRY_MS));
+	else
+		rtrs_clt_add_done(path, err == -EALREADY ? -ECONNABORTED : err);
+	return err;
+}
+
 static void rtrs_clt_reconnect_work(struct work_struct *work)
 {
 	struct rtrs_clt_path *path = container_of(to_delayed_work(work),
@@ -1905,18 +1926,22 @@ static void rtrs_clt_reconnect_work(struct work_struct *work)
 	 */
 	flush_work(&path->sess->link_work);
 	mutex_lock(&path->setup_mutex);
-	/* A stop waits for setup_mutex before it makes the path STOPPED. */
+	/* A stop makes the path STOPPING before it cancels this work. */
 	if (rtrs_clt_path_state(path) != RTRS_CLT_CLOSED) {
 		mutex_unlock(&path->setup_mutex);
 		return;
 	}
 	trace_rtrs_clt_reconnect_work(path);
-	err = rtrs_clt_reconnect_once(path);
-	if (!err) {
-		path->reconnect_attempts = 0;
-	} else if (err != -EALREADY) {
-		path->reconnect_attempts++;
-		rtrs_clt_schedule_reconnect(path);
+	if (path->add_tries) {
+		err = rtrs_clt_retry_add(path);
+	} else {
+		err = rtrs_clt_reconnect_once(path);
+		if (!err) {
+			path->reconnect_attempts = 0;
+		} else if (err != -EALREADY) {
+			path->reconnect_attempts++;
+			rtrs_clt_schedule_reconnect(path);
+		}
 	}
 	mutex_unlock(&path->setup_mutex);
 	if (!err)
@@ -2113,12 +2138,77 @@ void rtrs_clt_set_hb(struct rtrs_clt_sess *sess, unsigned int interval_ms,
 	mutex_unlock(&sess->paths_mutex);
 }
 
+/* Take @path down and keep it down: STOPPED, no reconnect. */
+static void rtrs_clt_stop_path(struct rtrs_clt_path *path)
+{
+	enum rtrs_clt_state from;
+
+	/*
+	 * Without setup_mutex, which a connect in progress holds: it gives up
+	 * at once rather than wait for an unreachable server's timeouts.
+	 */
+	if (!rtrs_clt_change_state(path, RTRS_CLT_STOPPING, &from))
+		return;
+	if (from == RTRS_CLT_CONNECTING)
+		rtrs_clt_setup_fail(path, -ECONNABORTED);
+	else if (from == RTRS_CLT_CONNECTED)
+		queue_work(rtrs_clt_wq, &path->close_work);
+	/*
+	 * What may connect the path still is its reconnect work: the other
+	 * connects run under ctl_mutex, which our callers hold, or, in
+	 * rtrs_clt_close(), held to make the session CLOSING.
+	 */
+	cancel_delayed_work_sync(&path->reconnect_dwork);
+	flush_work(&path->close_work);
+	if (path->add_tries)
+		rtrs_clt_add_done(path, -ECONNABORTED);
+	/* A CLOSED path was down already: nothing else makes it STOPPED. */
+	rtrs_clt_change_state(path, RTRS_CLT_STOPPED, NULL);
+}
+
+/* The sysfs controls leave @path alone: it or its session is going. */
+static bool rtrs_clt_path_going(struct rtrs_clt_path *path)
+{
+	lockdep_assert_held(&path->sess->ctl_mutex);
+	return rtrs_clt_sess_state(path->sess) == RTRS_CLT_SESS_CLOSING ||
+	       rtrs_clt_path_state(path) == RTRS_CLT_DEAD;
+}
+
+/*
+ * The first connect of a new path.  While the server still closes an older
+ * path between the same addresses (EAGAIN), the reconnect work tries
+ * again, and this waits for it without ctl_mutex: the sysfs controls of
+ * the session's other paths go on meanwhile.
+ */
+static int rtrs_clt_first_connect(struct rtrs_clt_path *path)
+{
+	struct rtrs_clt_sess *sess = path->sess;
+	int err;
+
+	mutex_lock(&path->setup_mutex);
+	err = rtrs_clt_path_open(path);
+	if (err == -EAGAIN) {
+		path->add_err = -EINPROGRESS;
+		path->add_tries = RTRS_CLT_ADD_PATH_TRIES - 1;
+		queue_delayed_work(rtrs_clt_wq, &path->reconnect_dwork,
+				   msecs_to_jiffies(RTRS_CLT_ADD_PATH_RETRY_MS));
+	}
+	mutex_unlock(&path->setup_mutex);
+	if (err != -EAGAIN)
+		return err;
+	mutex_unlock(&sess->ctl_mutex);
+	err = wait_event_killable(path->setup_wq,
+				  READ_ONCE(path->add_err) != -EINPROGRESS);
+	mutex_lock(&sess->ctl_mutex);
+	return err ? -EINTR : READ_ONCE(path->add_err);
+}
+
 /* A new path; on failure it is gone again. */
 static int rtrs_clt_add_path(struct rtrs_clt_sess *sess,
 			     const struct rtrs_addr *addr)
 {
 	struct rtrs_clt_path *path;
-	int err, tries;
+	int err;
 
 	lockdep_assert_held(&sess->ctl_mutex);
 	path = rtrs_clt_alloc_path(sess, addr);
@@ -2129,19 +2219,17 @@ static int rtrs_clt_add_path(struct rtrs_clt_sess *sess,
 	list_add_tail_rcu(&path->entry, &sess->paths);
 	WRITE_ONCE(sess->nr_paths, sess->nr_paths + 1);
 	mutex_unlock(&sess->paths_mutex);
+	/* Ours, for when rtrs_clt_close() removes it while we wait. */
+	kobject_get(&path->kobj);
 
-	mutex_lock(&path->setup_mutex);
-	err = rtrs_clt_path_open(path);
-	for (tries = 1; err == -EAGAIN && tries < RTRS_CLT_ADD_PATH_TRIES;
-	     tries++) {
-		msleep(RTRS_CLT_ADD_PATH_RETRY_MS);
-		err = rtrs_clt_path_reopen(path);
-	}
-	mutex_unlock(&path->setup_mutex);
-	if (err) {
+	err = rtrs_clt_first_connect(path);
+	/* A path of a closing session is for rtrs_clt_close() to remove. */
+	if (err && !rtrs_clt_path_going(path)) {
+		rtrs_clt_stop_path(path);
 		rtrs_clt_unlist_path(path);
 		rtrs_clt_sysfs_put_path(path);
 	}
+	kobject_put(&path->kobj);
 	return err;
 }
 
@@ -2195,30 +2283,6 @@ out_put_sess:
 }
 EXPORT_SYMBOL_GPL(rtrs_clt_open);
 
-/* Take @path down and keep it down: STOPPED, no reconnect. */
-static void rtrs_clt_stop_path(struct rtrs_clt_path *path)
-{
-	enum rtrs_clt_state from;
-
-	/*
-	 * Without setup_mutex, which a connect in progress holds: it gives up
-	 * at once rather than wait for an unreachable server's timeouts.
-	 */
-	if (!rtrs_clt_change_state(path, RTRS_CLT_STOPPING, &from))
-		return;
-	if (from == RTRS_CLT_CONNECTING)
-		rtrs_clt_setup_fail(path, -ECONNABORTED);
-	else if (from == RTRS_CLT_CONNECTED)
-		queue_work(rtrs_clt_wq, &path->close_work);
-	/* The connect in progress, or a reconnect work's, is over then. */
-	mutex_lock(&path->setup_mutex);
-	mutex_unlock(&path->setup_mutex);
-	cancel_delayed_work_sync(&path->reconnect_dwork);
-	flush_work(&path->close_work);
-	/* A CLOSED path was down already: nothing else makes it STOPPED. */
-	rtrs_clt_change_state(path, RTRS_CLT_STOPPED, NULL);
-}
-
 /* Same address, whatever the ports: a bound source has one. */
 static bool rtrs_clt_same_addr(const struct sockaddr_storage *a,
 			       const struct sockaddr_storage *b)
@@ -2256,14 +2320,6 @@ static bool rtrs_clt_has_path(struct rtrs_clt_sess *sess,
 			return true;
 	}
 	return false;
-}
-
-/* The sysfs controls leave @path alone: it or its session is going. */
-static bool rtrs_clt_path_going(struct rtrs_clt_path *path)
-{
-	lockdep_assert_held(&path->sess->ctl_mutex);
-	return rtrs_clt_sess_state(path->sess) == RTRS_CLT_SESS_CLOSING ||
-	       rtrs_clt_path_state(path) == RTRS_CLT_DEAD;
 }
 
 /**

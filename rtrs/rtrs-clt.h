@@ -113,7 +113,9 @@ struct rtrs_permit {
  * @pdu_sz: bytes of ULP data after each permit
  * @nr_poll_queues: polled connections of each path, after the IO ones
  * @ctl_mutex: serialises the changes of the session's set of paths: its
- *	       opening, add_path, the paths' sysfs controls and its close
+ *	       opening, add_path, the paths' sysfs controls and its close;
+ *	       a new path waits without it while the server refuses it with
+ *	       EAGAIN
  * @state_lock: protects @state
  * @state: an enum rtrs_clt_sess_state; read without the lock by
  *	   rtrs_clt_sess_state()
@@ -263,10 +265,15 @@ struct rtrs_clt_req {
  * @state: an enum rtrs_clt_state
  * @setup_mutex: serialises connecting the path and tearing it down: the
  *		 close and reconnect works and the sysfs controls
- * @setup_wq: where a connect in progress waits for the CM handler
+ * @setup_wq: where a connect in progress waits for the CM handler, and
+ *	      a new path for its first connect
  * @recon_cnt: incarnation of the path, in CON_REQ: the server tells a
  *	       reconnect from a stale connection of the previous one by it
  * @reconnect_attempts: failed reconnects since the path was last up
+ * @add_tries: tries left of the first connect, which the server refused
+ *	       with EAGAIN: the reconnect work makes them (@setup_mutex)
+ * @add_err: how the first connect ended, -EINPROGRESS while @add_tries
+ *	     are made; rtrs_clt_first_connect() waits for it on @setup_wq
  * @io_ref: held by each rtrs_clt_request() while it posts on the path
  * @io_ref_done: completed when @io_ref is killed and drained
  * @close_work: takes a CONNECTED path down once it failed or is stopped
@@ -303,6 +310,8 @@ struct rtrs_clt_path {
 	wait_queue_head_t setup_wq;
 	u16 recon_cnt;
 	int reconnect_attempts;
+	unsigned int add_tries;
+	int add_err;
 	struct percpu_ref io_ref;
 	struct completion io_ref_done;
 	struct work_struct close_work;
