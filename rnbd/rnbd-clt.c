@@ -462,6 +462,7 @@ static blk_status_t rnbd_clt_queue_rq(struct blk_mq_hw_ctx *hctx,
 
 	if (READ_ONCE(dev->state) != RNBD_CLT_DEV_MAPPED)
 		return BLK_STS_IOERR;
+	/* None only from a server of fewer than 3 permits: struct rtrs_attrs */
 	iu->permit = rtrs_clt_get_permit(dev->sess->rtrs, RTRS_IO_CON,
 					 RTRS_PERMIT_NOWAIT);
 	if (!iu->permit)
@@ -1036,9 +1037,16 @@ static int rnbd_clt_alloc_tag_set(struct rnbd_clt_session *sess)
 	set->ops = &rnbd_clt_mq_ops;
 	set->nr_hw_queues = nr_cpu_ids + sess->nr_poll_queues;
 	set->nr_maps = sess->nr_poll_queues ? HCTX_MAX_TYPES : 1;
+	/*
+	 * One tag per IO permit, shared by the hardware queues of every
+	 * device of the session: a request waits for its tag in blk-mq,
+	 * where a completion wakes it, rather than for a permit.  Shared
+	 * tags would make mq-deadline the default scheduler: none stays.
+	 */
 	set->queue_depth = sess->queue_depth;
 	set->numa_node = NUMA_NO_NODE;
-	set->flags = BLK_MQ_F_SHOULD_MERGE;
+	set->flags = BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_TAG_HCTX_SHARED |
+		     BLK_MQ_F_NO_SCHED_BY_DEFAULT;
 	set->timeout = RNBD_CLT_IO_TIMEOUT;
 	set->cmd_size = struct_size((struct rnbd_clt_iu *)NULL, sg,
 				    sess->max_segments);

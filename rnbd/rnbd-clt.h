@@ -52,7 +52,8 @@ struct rnbd_clt_map_opts {
  * @tag_set: shared by its devices' queues
  * @nr_poll_queues: hardware queues of @tag_set that are polled, after one
  *		    per CPU; a device mapped on the session asks for as many
- * @queue_depth: requests in flight, the transport's permits
+ * @queue_depth: requests in flight, the transport's IO permits: the tags
+ *		 of @tag_set, shared by all its hardware queues
  * @max_io_size: largest IO in bytes
  * @max_segments: largest number of segments of an IO
  * @ver: the protocol's major version both sides speak

@@ -47,6 +47,11 @@
  */
 #define RTRS_CLT_RNR_RETRIES		7
 #define RTRS_CLT_RETRIES		6
+/*
+ * Permits kept for the admin connection's messages, out of the IO's way:
+ * see struct rtrs_attrs.
+ */
+#define RTRS_CLT_ADMIN_PERMITS		2
 /* Reconnect delay when the ULP gives none. */
 #define RTRS_CLT_RECONNECT_DELAY_SEC	5
 /*
@@ -229,16 +234,23 @@ static struct rtrs_permit *rtrs_clt_permit(struct rtrs_clt_sess *sess,
 	return sess->permits + id * sess->permit_size;
 }
 
+/*
+ * IO takes the first io_depth permits, admin messages the rest, or any
+ * when the server gave too few for a reserve: see struct rtrs_attrs.
+ */
 static struct rtrs_permit *
 rtrs_clt_try_get_permit(struct rtrs_clt_sess *sess,
 			enum rtrs_clt_con_type con_type)
 {
+	bool admin = con_type == RTRS_ADMIN_CON;
+	u32 end = admin ? sess->queue_depth : sess->io_depth;
+	u32 first = admin && end > sess->io_depth ? sess->io_depth : 0;
 	struct rtrs_permit *permit;
 	u32 id;
 
 	do {
-		id = find_first_zero_bit(sess->permits_map, sess->queue_depth);
-		if (id >= sess->queue_depth)
+		id = find_next_zero_bit(sess->permits_map, end, first);
+		if (id >= end)
 			return NULL;
 	} while (test_and_set_bit_lock(id, sess->permits_map));
 
@@ -322,6 +334,8 @@ static int rtrs_clt_alloc_permits(struct rtrs_clt_sess *sess, u32 depth)
 		return -ENOMEM;
 	}
 	sess->queue_depth = depth;
+	sess->io_depth = depth > RTRS_CLT_ADMIN_PERMITS ?
+			 depth - RTRS_CLT_ADMIN_PERMITS : depth;
 	for (i = 0; i < depth; i++)
 		rtrs_clt_permit(sess, i)->mem_id = i;
 	return 0;
@@ -1079,7 +1093,7 @@ EXPORT_SYMBOL_GPL(rtrs_clt_overdue);
 int rtrs_clt_query(struct rtrs_clt_sess *sess, struct rtrs_attrs *attr)
 {
 	mutex_lock(&sess->paths_mutex);
-	attr->queue_depth = sess->queue_depth;
+	attr->queue_depth = sess->io_depth;
 	attr->max_io_size = sess->max_io_size;
 	attr->max_segments = sess->max_segments;
 	mutex_unlock(&sess->paths_mutex);

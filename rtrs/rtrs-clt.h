@@ -135,6 +135,8 @@ struct rtrs_permit {
  * @mp_policy: an enum rtrs_clt_mp_policy
  * @rr_turn: round-robin cursor of each CPU
  * @queue_depth: number of permits, the server's chunks
+ * @io_depth: the first permits, which IO takes: all but
+ *	      RTRS_CLT_ADMIN_PERMITS when there are more
  * @max_io_size: largest data part of a request over every path
  * @max_segments: largest sg count of a request over every path
  * @permit_size: bytes of one permit with its pdu
@@ -165,6 +167,7 @@ struct rtrs_clt_sess {
 	int mp_policy;
 	unsigned int __percpu *rr_turn;
 	u32 queue_depth;
+	u32 io_depth;
 	u32 max_io_size;
 	u32 max_segments;
 	size_t permit_size;

@@ -139,7 +139,10 @@ void rtrs_clt_overdue(struct rtrs_clt_sess *sess, struct rtrs_permit *permit,
 
 /**
  * struct rtrs_attrs - what a client session can carry
- * @queue_depth: number of permits, that is IOs in flight
+ * @queue_depth: permits of RTRS_IO_CON, that is IOs in flight.  A few
+ *		 more are kept for RTRS_ADMIN_CON when the server's depth
+ *		 allows (above 2): a ULP that holds a tag of a set this
+ *		 deep while it takes its permit then always finds one.
  * @max_io_size: largest data part of a request, in bytes
  * @max_segments: largest number of sg entries of a request
  */

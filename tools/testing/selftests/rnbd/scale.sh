@@ -24,7 +24,8 @@ NR_SESS=64
 DEVS_PER_SESS=4
 NR_DEVS=$((NR_SESS * DEVS_PER_SESS))
 DISK_MB=8
-SRV_PARAMS="sess_queue_depth=32 max_chunk_size=65536"
+QUEUE_DEPTH=32
+SRV_PARAMS="sess_queue_depth=$QUEUE_DEPTH max_chunk_size=65536"
 CTL=/sys/devices/virtual/rnbd-client/ctl
 # The client's mappings, one line "SESSION DISK RNBDN" each.
 MAPS=/tmp/rnbd-scale.maps
@@ -123,6 +124,28 @@ test_server() {
 }
 
 # The client side.
+
+# shared_tags: every device has a tag for each IO permit of its session,
+# the server's chunks less the 2 the client keeps for admin messages,
+# shared by its hardware queues (blk-mq's TAG_HCTX_SHARED): fio's 1024
+# requests on a session's 4 devices wait for a tag, none for a permit.
+# Shared tags do not bring an IO scheduler: none, as without.
+shared_tags() {
+	local dev f debugfs=/sys/kernel/debug
+
+	mountpoint -q "$debugfs" || mount -t debugfs none "$debugfs" || return 1
+	while read -r _ _ dev; do
+		for f in /sys/block/"$dev"/mq/*/nr_tags; do
+			[ "$(cat "$f")" -eq $((QUEUE_DEPTH - 2)) ] ||
+				{ echo "$f: $(cat "$f")"; return 1; }
+		done
+		f=$debugfs/block/$dev/hctx0/flags
+		grep -q TAG_HCTX_SHARED "$f" ||
+			{ echo "$f: $(cat "$f")"; return 1; }
+		f=/sys/block/$dev/queue/scheduler
+		grep -q '\[none\]' "$f" || { echo "$f: $(cat "$f")"; return 1; }
+	done <"$MAPS"
+}
 
 # The number of the last query, in a file: ktap_check runs its command in
 # a subshell.
@@ -469,7 +492,7 @@ server_down() {
 
 test_client() {
 	rm -f "$QUERY_N"
-	ktap_header 15
+	ktap_header 16
 	ktap_check "rxe up" rnbd_rdma_up
 	ktap_check "server: $NR_DEVS null_blk disks of $DISK_MB MiB exported" \
 		server_ready
@@ -480,6 +503,8 @@ test_client() {
 	save_state mapped
 	ktap_check "all $NR_DEVS devices mapped; the server has them open" \
 		all_mapped
+	ktap_check "$((QUEUE_DEPTH - 2)) tags a device, one per IO permit, shared by its hardware queues, no scheduler" \
+		shared_tags
 	ktap_check "fio verified on all $NR_DEVS devices at once" fio_verify_all
 	ktap_check "$HALF sessions closed under IO: their IO fails, the rest verifies" \
 		close_half_under_io
