@@ -117,6 +117,82 @@ const char *rnbd_clt_dev_state_str(enum rnbd_clt_dev_state state)
 	return "unknown";
 }
 
+/* The states each state of a device is entered from: enum rnbd_clt_dev_state */
+static const u8 rnbd_clt_dev_from[] = {
+	[RNBD_CLT_DEV_MAPPING] = 0,
+	[RNBD_CLT_DEV_MAPPED] = BIT(RNBD_CLT_DEV_MAPPING) |
+				BIT(RNBD_CLT_DEV_MAPPED) |
+				BIT(RNBD_CLT_DEV_CLOSED),
+	[RNBD_CLT_DEV_CLOSED] = BIT(RNBD_CLT_DEV_MAPPED) |
+				BIT(RNBD_CLT_DEV_CLOSED),
+	[RNBD_CLT_DEV_UNMAPPING] = BIT(RNBD_CLT_DEV_MAPPED) |
+				   BIT(RNBD_CLT_DEV_CLOSED),
+};
+
+/* Return: whether the table let @dev go to @to. */
+static bool rnbd_clt_dev_change_state(struct rnbd_clt_dev *dev,
+				      enum rnbd_clt_dev_state to)
+{
+	lockdep_assert_held(&dev->lock);
+	if (!(rnbd_clt_dev_from[to] & BIT(dev->state)))
+		return false;
+	WRITE_ONCE(dev->state, to);
+	return true;
+}
+
+static enum rnbd_clt_dev_state rnbd_clt_dev_state(const struct rnbd_clt_dev *dev)
+{
+	return READ_ONCE(dev->state);
+}
+
+/* Mapped, open on the server or closed: not mapping nor unmapping. */
+static bool rnbd_clt_dev_is_mapped(const struct rnbd_clt_dev *dev)
+{
+	enum rnbd_clt_dev_state state = rnbd_clt_dev_state(dev);
+
+	return state == RNBD_CLT_DEV_MAPPED || state == RNBD_CLT_DEV_CLOSED;
+}
+
+/* The states each state of a session is entered from: enum rnbd_clt_sess_state */
+static const u8 rnbd_clt_sess_from[] = {
+	[RNBD_CLT_SESS_LIVE] = BIT(RNBD_CLT_SESS_REOPENING),
+	[RNBD_CLT_SESS_WAITING] = BIT(RNBD_CLT_SESS_LIVE) |
+				  BIT(RNBD_CLT_SESS_REOPENING),
+	[RNBD_CLT_SESS_FAILING] = BIT(RNBD_CLT_SESS_WAITING),
+	[RNBD_CLT_SESS_REOPENING] = BIT(RNBD_CLT_SESS_WAITING) |
+				    BIT(RNBD_CLT_SESS_FAILING),
+	[RNBD_CLT_SESS_CLOSING] = BIT(RNBD_CLT_SESS_LIVE) |
+				  BIT(RNBD_CLT_SESS_WAITING) |
+				  BIT(RNBD_CLT_SESS_FAILING) |
+				  BIT(RNBD_CLT_SESS_REOPENING),
+};
+
+/*
+ * Entering WAITING voids the ids of the devices (a new epoch) and starts
+ * the wait for a path.  Return: whether the table let @sess go to @to.
+ */
+static bool rnbd_clt_sess_change_state(struct rnbd_clt_session *sess,
+				       enum rnbd_clt_sess_state to)
+{
+	lockdep_assert_held(&sess->ev_lock);
+	if (!(rnbd_clt_sess_from[to] & BIT(sess->state)))
+		return false;
+	if (to == RNBD_CLT_SESS_WAITING) {
+		WRITE_ONCE(sess->epoch, sess->epoch + 1);
+		sess->wait_sec = READ_ONCE(rnbd_clt_reconnect_timeout);
+		sess->fail_deadline = jiffies +
+			msecs_to_jiffies(sess->wait_sec * MSEC_PER_SEC);
+	}
+	WRITE_ONCE(sess->state, to);
+	return true;
+}
+
+static enum rnbd_clt_sess_state
+rnbd_clt_sess_state(const struct rnbd_clt_session *sess)
+{
+	return READ_ONCE(sess->state);
+}
+
 /* Was @dev opened on the server in the session's current epoch? */
 static bool rnbd_clt_dev_id_valid(const struct rnbd_clt_dev *dev)
 {
@@ -134,7 +210,7 @@ static bool rnbd_clt_dev_id_valid(const struct rnbd_clt_dev *dev)
  */
 const char *rnbd_clt_dev_state_name(const struct rnbd_clt_dev *dev)
 {
-	enum rnbd_clt_dev_state state = READ_ONCE(dev->state);
+	enum rnbd_clt_dev_state state = rnbd_clt_dev_state(dev);
 
 	if (state == RNBD_CLT_DEV_MAPPED && !rnbd_clt_dev_id_valid(dev))
 		state = RNBD_CLT_DEV_CLOSED;
@@ -161,8 +237,8 @@ static void rnbd_clt_msg_conf(void *priv, int errno)
  * server lands in @rsp, else as a WRITE.  With @epoch, only while the
  * session is still in that epoch: a message naming a device by its id must
  * not reach the next epoch's server session, where the id may be another
- * device's.  The check and the send are one RCU read section, which
- * rnbd_clt_link_ev() waits for.
+ * device's.  The check and the send are one RCU read section, which RTRS
+ * waits for after it said the session lost its last path (rtrs.h).
  */
 static int rnbd_clt_send_msg(struct rnbd_clt_session *sess, void *msg,
 			     size_t msg_len, void *rsp, size_t rsp_len,
@@ -293,7 +369,7 @@ static int rnbd_clt_reopen(struct rnbd_clt_dev *dev,
 	if (err != -EEXIST)
 		return err;
 	rnbd_clt_send_close(dev, true);
-	WRITE_ONCE(dev->state, RNBD_CLT_DEV_CLOSED);
+	rnbd_clt_dev_change_state(dev, RNBD_CLT_DEV_CLOSED);
 	return rnbd_clt_send_open(dev, rsp);
 }
 
@@ -387,8 +463,8 @@ static void rnbd_clt_io_conf(void *priv, int errno)
 static bool rnbd_clt_may_retry(const struct rnbd_clt_dev *dev, int errno)
 {
 	return errno == -ECONNABORTED &&
-	       READ_ONCE(dev->state) == RNBD_CLT_DEV_MAPPED &&
-	       !READ_ONCE(dev->sess->io_fails);
+	       rnbd_clt_dev_state(dev) == RNBD_CLT_DEV_MAPPED &&
+	       rnbd_clt_sess_state(dev->sess) != RNBD_CLT_SESS_FAILING;
 }
 
 static void rnbd_clt_complete_rq(struct request *rq)
@@ -436,13 +512,14 @@ static int rnbd_clt_send_io(struct rnbd_clt_dev *dev, struct request *rq,
 /*
  * The request of a device whose id is void: it waits, the link work
  * quiescing the queue soon if it has not yet (BLK_STS_RESOURCE has blk-mq
- * try again a few milliseconds later), or fails once the session waited
- * for a path long enough.
+ * try again a few milliseconds later, as NVMe's fabrics do for a
+ * controller that is not live), or fails once the session waited for a
+ * path long enough.
  */
 static blk_status_t rnbd_clt_no_id(struct rnbd_clt_dev *dev)
 {
-	return READ_ONCE(dev->sess->io_fails) ? BLK_STS_IOERR :
-						BLK_STS_RESOURCE;
+	return rnbd_clt_sess_state(dev->sess) == RNBD_CLT_SESS_FAILING ?
+	       BLK_STS_IOERR : BLK_STS_RESOURCE;
 }
 
 /* The polled queues come after one per CPU, see rnbd_clt_map_queues(). */
@@ -460,7 +537,7 @@ static blk_status_t rnbd_clt_queue_rq(struct blk_mq_hw_ctx *hctx,
 	blk_status_t sts = BLK_STS_OK;
 	int err;
 
-	if (READ_ONCE(dev->state) != RNBD_CLT_DEV_MAPPED)
+	if (rnbd_clt_dev_state(dev) != RNBD_CLT_DEV_MAPPED)
 		return BLK_STS_IOERR;
 	/* None only from a server of fewer than 3 permits: struct rtrs_attrs */
 	iu->permit = rtrs_clt_get_permit(dev->sess->rtrs, RTRS_IO_CON,
@@ -646,7 +723,7 @@ static void rnbd_clt_limits_work(struct work_struct *work)
 
 	blk_mq_freeze_queue(q);
 	mutex_lock(&dev->lock);
-	if (dev->lim_pending && dev->state == RNBD_CLT_DEV_MAPPED &&
+	if (dev->lim_pending && rnbd_clt_dev_state(dev) == RNBD_CLT_DEV_MAPPED &&
 	    !rnbd_clt_apply_limits(dev, &dev->new_lim))
 		pr_info("%s: %s takes the server's new queue limits\n",
 			dev->sess->sessname, dev->gd->disk_name);
@@ -680,67 +757,57 @@ static int rnbd_clt_alloc_disk(struct rnbd_clt_dev *dev,
 
 /*
  * RTRS's word that the session lost its last path or has one again, from
- * RTRS's work: recorded, and acted on in the session's link work, as
- * rtrs_clt_close() waits for this under rnbd_clt_mutex.
+ * RTRS's work: the state changes, the link work acts on it.  It is queued
+ * under @ev_lock, so that none is queued once the session is CLOSING.
+ * RTRS waits for an RCU grace period after a loss (rtrs.h): whoever sends
+ * a device's id of the past epoch is done before a path is back, and the
+ * id cannot reach the next server session.
  */
 static void rnbd_clt_link_ev(void *priv, enum rtrs_clt_link_ev ev)
 {
 	struct rnbd_clt_session *sess = priv;
-	bool up = ev == RTRS_CLT_LINK_EV_RECONNECTED;
-	bool queue;
+	bool lost = ev == RTRS_CLT_LINK_EV_DISCONNECTED;
+	unsigned int sec;
+	bool changed;
 
 	spin_lock(&sess->ev_lock);
-	sess->link_up = up;
-	if (up)
-		WRITE_ONCE(sess->io_fails, false);
-	else
-		WRITE_ONCE(sess->epoch, sess->epoch + 1);
-	queue = !sess->closing;
-	spin_unlock(&sess->ev_lock);
-	/*
-	 * Whoever sends a device's id of the past epoch is done before RTRS
-	 * may connect a path again: the id cannot reach the next server
-	 * session.
-	 */
-	if (!up)
-		synchronize_rcu();
-	if (queue)
+	changed = rnbd_clt_sess_change_state(sess, lost ?
+					     RNBD_CLT_SESS_WAITING :
+					     RNBD_CLT_SESS_REOPENING);
+	if (changed)
 		mod_delayed_work(rnbd_clt_wq, &sess->link_work, 0);
-}
-
-/* The last link event and the epoch; returns whether the session closes. */
-static bool rnbd_clt_read_link(struct rnbd_clt_session *sess, bool *up,
-			       u32 *epoch)
-{
-	bool closing;
-
-	spin_lock(&sess->ev_lock);
-	*up = sess->link_up;
-	*epoch = sess->epoch;
-	closing = sess->closing;
+	sec = sess->wait_sec;
 	spin_unlock(&sess->ev_lock);
-	return closing;
+	if (!changed || !lost)
+		return;
+	if (sec)
+		pr_warn("%s: lost its last path: IO waits up to %u s for it to come back\n",
+			sess->sessname, sec);
+	else
+		pr_warn("%s: lost its last path: IO fails until it comes back\n",
+			sess->sessname);
 }
 
 /* Hold the device's requests in its queue. */
 static void rnbd_clt_park_dev(struct rnbd_clt_dev *dev)
 {
 	lockdep_assert_held(&dev->sess->lock);
-	if (dev->parked || READ_ONCE(dev->state) == RNBD_CLT_DEV_UNMAPPING)
+	if (dev->parked || rnbd_clt_dev_state(dev) == RNBD_CLT_DEV_UNMAPPING)
 		return;
 	blk_mq_quiesce_queue(dev->gd->queue);
 	dev->parked = true;
 }
 
-/* Let them go: sent, or failed, by queue_rq. */
-static void rnbd_clt_unpark_dev(struct rnbd_clt_dev *dev)
+/* Let them go: sent, or failed, by queue_rq.  Return: whether it was parked. */
+static bool rnbd_clt_unpark_dev(struct rnbd_clt_dev *dev)
 {
 	lockdep_assert_held(&dev->sess->lock);
 	if (!dev->parked)
-		return;
+		return false;
 	dev->parked = false;
 	blk_mq_unquiesce_queue(dev->gd->queue);
 	blk_mq_kick_requeue_list(dev->gd->queue);
+	return true;
 }
 
 static void rnbd_clt_unpark_devs(struct rnbd_clt_session *sess)
@@ -751,71 +818,62 @@ static void rnbd_clt_unpark_devs(struct rnbd_clt_session *sess)
 		rnbd_clt_unpark_dev(dev);
 }
 
+/* Jiffies from now to @deadline, 0 once it passed. */
+static unsigned long rnbd_clt_until(unsigned long deadline)
+{
+	return time_after(deadline, jiffies) ? deadline - jiffies : 0;
+}
+
 /*
- * The session has no path: its open devices' ids are void, their IO waits
- * from now on, for wait_sec at most.
+ * WAITING: the ids of the open devices are void, their IO waits from now
+ * on, and fails from the deadline.  Again for the same loss, this parks
+ * nothing more and keeps the deadline.
  */
-static void rnbd_clt_sess_down(struct rnbd_clt_session *sess, u32 epoch)
+static void rnbd_clt_sess_down(struct rnbd_clt_session *sess,
+			       unsigned long deadline)
 {
 	struct rnbd_clt_dev *dev;
-	unsigned long delay;
-	unsigned int sec;
 
 	lockdep_assert_held(&sess->lock);
-	/* Seen already: the devices are parked, or the IO fails. */
-	if (sess->down_epoch == epoch)
-		return;
 	list_for_each_entry(dev, &sess->devs, entry) {
-		if (READ_ONCE(dev->state) != RNBD_CLT_DEV_MAPPED)
+		if (dev->parked ||
+		    rnbd_clt_dev_state(dev) != RNBD_CLT_DEV_MAPPED)
 			continue;
 		rnbd_clt_park_dev(dev);
 		/* As Linux's client tells udev: the disk is unreachable. */
 		kobject_uevent(&disk_to_dev(dev->gd)->kobj, KOBJ_OFFLINE);
 	}
-	sess->down_epoch = epoch;
-	sec = READ_ONCE(rnbd_clt_reconnect_timeout);
-	delay = msecs_to_jiffies(sec * MSEC_PER_SEC);
-	sess->wait_sec = sec;
-	sess->fail_deadline = jiffies + delay;
-	if (sec)
-		pr_warn("%s: lost its last path: IO waits up to %u s for it to come back\n",
-			sess->sessname, sec);
-	else
-		pr_warn("%s: lost its last path: IO fails until it comes back\n",
-			sess->sessname);
-	mod_delayed_work(rnbd_clt_wq, &sess->fail_work, delay);
+	mod_delayed_work(rnbd_clt_wq, &sess->fail_work,
+			 rnbd_clt_until(deadline));
 }
 
 /*
- * The session waited long enough for a path: the IO of devices without a
- * valid id fails, waiting and new, until a path is back.
+ * The session waited long enough for a path: FAILING, the IO of devices
+ * without a valid id fails, waiting and new, until a path is back.  Early
+ * for a later loss, it waits for that one's deadline.
  */
 static void rnbd_clt_fail_work(struct work_struct *work)
 {
 	struct rnbd_clt_session *sess = container_of(to_delayed_work(work),
 						     struct rnbd_clt_session,
 						     fail_work);
+	unsigned long left;
+	unsigned int sec;
 	bool fail = false;
-	long left = 0;
 
 	mutex_lock(&sess->lock);
 	spin_lock(&sess->ev_lock);
-	/* Not when a path is back, nor for a loss the link work has yet to see. */
-	if (!sess->link_up && sess->epoch == sess->down_epoch) {
-		left = (long)(sess->fail_deadline - jiffies);
-		if (left <= 0 && !sess->io_fails) {
-			WRITE_ONCE(sess->io_fails, true);
-			fail = true;
-		}
-	}
-	spin_unlock(&sess->ev_lock);
-	if (left > 0) {
-		/* A later loss moved the deadline while this one waited. */
+	left = rnbd_clt_until(sess->fail_deadline);
+	if (left && sess->state == RNBD_CLT_SESS_WAITING)
 		mod_delayed_work(rnbd_clt_wq, &sess->fail_work, left);
-	} else if (fail) {
-		if (sess->wait_sec)
+	else if (!left)
+		fail = rnbd_clt_sess_change_state(sess, RNBD_CLT_SESS_FAILING);
+	sec = sess->wait_sec;
+	spin_unlock(&sess->ev_lock);
+	if (fail) {
+		if (sec)
 			pr_err("%s: no path for %u s: IO fails until one is back\n",
-			       sess->sessname, sess->wait_sec);
+			       sess->sessname, sec);
 		rnbd_clt_unpark_devs(sess);
 	}
 	mutex_unlock(&sess->lock);
@@ -824,7 +882,7 @@ static void rnbd_clt_fail_work(struct work_struct *work)
 /* Is @dev to be opened on the server again in @epoch? */
 static bool rnbd_clt_dev_stale(const struct rnbd_clt_dev *dev, u32 epoch)
 {
-	switch (READ_ONCE(dev->state)) {
+	switch (rnbd_clt_dev_state(dev)) {
 	case RNBD_CLT_DEV_MAPPED:
 		return READ_ONCE(dev->open_epoch) != epoch;
 	case RNBD_CLT_DEV_CLOSED:
@@ -846,7 +904,7 @@ static void rnbd_clt_take_reopen_rsp(struct rnbd_clt_dev *dev,
 	lockdep_assert_held(&dev->lock);
 	rnbd_clt_take_open_rsp(dev, rsp);
 	WRITE_ONCE(dev->open_epoch, epoch);
-	WRITE_ONCE(dev->state, RNBD_CLT_DEV_MAPPED);
+	rnbd_clt_dev_change_state(dev, RNBD_CLT_DEV_MAPPED);
 	set_capacity_and_notify(dev->gd, dev->nsectors);
 	rnbd_clt_limits(dev, rsp, lim);
 }
@@ -862,7 +920,6 @@ static void rnbd_clt_take_reconnect_rsp(struct rnbd_clt_dev *dev,
 	struct rnbd_clt_limits lim;
 
 	rnbd_clt_take_reopen_rsp(dev, rsp, epoch, &lim);
-	kobject_uevent(&disk_to_dev(dev->gd)->kobj, KOBJ_ONLINE);
 	if (rnbd_clt_limits_eq(&lim, &dev->lim))
 		return;
 	dev->new_lim = lim;
@@ -883,14 +940,15 @@ static int rnbd_clt_reopen_dev(struct rnbd_clt_dev *dev, u32 epoch,
 
 	mutex_lock(&dev->lock);
 	if (!rnbd_clt_dev_stale(dev, epoch)) {
-		err = dev->state == RNBD_CLT_DEV_UNMAPPING ? -ENODEV : 0;
+		err = rnbd_clt_dev_state(dev) == RNBD_CLT_DEV_UNMAPPING ?
+		      -ENODEV : 0;
 		goto out_unlock;
 	}
 	err = rnbd_clt_reopen(dev, rsp);
 	if (!err) {
 		rnbd_clt_take_reconnect_rsp(dev, rsp, epoch);
 	} else if (err != -ECONNABORTED) {
-		WRITE_ONCE(dev->state, RNBD_CLT_DEV_CLOSED);
+		rnbd_clt_dev_change_state(dev, RNBD_CLT_DEV_CLOSED);
 		pr_err("%s: %s (%s) cannot be opened again: %d; its IO fails until a remap_device\n",
 		       dev->sess->sessname, dev->gd->disk_name, dev->pathname,
 		       err);
@@ -908,12 +966,12 @@ static void rnbd_clt_close_stale(struct rnbd_clt_session *sess, u32 epoch)
 	list_for_each_entry(dev, &sess->devs, entry) {
 		mutex_lock(&dev->lock);
 		if (rnbd_clt_dev_stale(dev, epoch))
-			WRITE_ONCE(dev->state, RNBD_CLT_DEV_CLOSED);
+			rnbd_clt_dev_change_state(dev, RNBD_CLT_DEV_CLOSED);
 		mutex_unlock(&dev->lock);
 	}
 }
 
-/* Return: the number of devices opened, or -ECONNABORTED. */
+/* Return: the number of devices opened, -ECONNABORTED or -ENOMEM. */
 static int rnbd_clt_reopen_devs(struct rnbd_clt_session *sess, u32 epoch)
 {
 	struct rnbd_msg_open_rsp *rsp;
@@ -940,94 +998,103 @@ static int rnbd_clt_reopen_devs(struct rnbd_clt_session *sess, u32 epoch)
 }
 
 /*
- * The session has a path again, in @epoch: SESS_INFO, then OPEN each of its
- * devices without a valid id again, and let their IO go.  Should the path
- * go again meanwhile, the devices wait for the next epoch; the loss that
- * comes with it parks those let go.  A retry a second later covers an
- * RTRS that had no path for a request but sent no event of it.
+ * LIVE: the devices let go; those open again say so to udev, as Linux's
+ * client does.
+ */
+static void rnbd_clt_sess_live(struct rnbd_clt_session *sess, int n)
+{
+	struct rnbd_clt_dev *dev;
+
+	list_for_each_entry(dev, &sess->devs, entry) {
+		if (rnbd_clt_unpark_dev(dev) &&
+		    rnbd_clt_dev_state(dev) == RNBD_CLT_DEV_MAPPED)
+			kobject_uevent(&disk_to_dev(dev->gd)->kobj,
+				       KOBJ_ONLINE);
+	}
+	pr_info("%s: reconnected, %d devices reopened\n", sess->sessname, n);
+}
+
+/*
+ * REOPENING, in @epoch: SESS_INFO, then OPEN each of the devices without
+ * a valid id again, and the session is LIVE.  Should the path go again
+ * meanwhile, the devices stay parked for the next epoch.  A retry a second
+ * later covers an RTRS that had no path for a message but sent no event
+ * of it.
  */
 static void rnbd_clt_sess_up(struct rnbd_clt_session *sess, u32 epoch)
 {
 	struct rnbd_clt_dev *dev;
-	int n, err;
+	bool live;
+	int n;
 
 	lockdep_assert_held(&sess->lock);
 	list_for_each_entry(dev, &sess->devs, entry) {
 		if (rnbd_clt_dev_stale(dev, epoch))
 			rnbd_clt_park_dev(dev);
 	}
-	err = rnbd_clt_send_sess_info(sess);
-	if (err == -ECONNABORTED)
-		goto out_retry;
-	if (err) {
+	n = rnbd_clt_send_sess_info(sess);
+	if (!n) {
+		n = rnbd_clt_reopen_devs(sess, epoch);
+	} else if (n != -ECONNABORTED && n != -ENOMEM) {
 		pr_err("%s: the server refused SESS_INFO: the devices are closed\n",
 		       sess->sessname);
 		rnbd_clt_close_stale(sess, epoch);
 		n = 0;
-	} else {
-		n = rnbd_clt_reopen_devs(sess, epoch);
-		if (n == -ECONNABORTED)
-			goto out_retry;
-		if (n < 0) {
-			/* Out of memory: another try later. */
-			pr_err("%s: cannot reopen the devices: %d\n",
-			       sess->sessname, n);
-			goto out_retry;
-		}
 	}
-	sess->handled_epoch = epoch;
-	rnbd_clt_unpark_devs(sess);
-	pr_info("%s: reconnected, %d devices reopened\n", sess->sessname, n);
-	return;
-
-out_retry:
-	/* Not later than an event queued meanwhile. */
-	queue_delayed_work(rnbd_clt_wq, &sess->link_work, HZ);
+	if (n < 0) {
+		/* No path, or no memory: not later than an event queued meanwhile. */
+		queue_delayed_work(rnbd_clt_wq, &sess->link_work, HZ);
+		return;
+	}
+	spin_lock(&sess->ev_lock);
+	live = sess->epoch == epoch &&
+	       rnbd_clt_sess_change_state(sess, RNBD_CLT_SESS_LIVE);
+	spin_unlock(&sess->ev_lock);
+	if (live)
+		rnbd_clt_sess_live(sess, n);
 }
 
+/* What the last link event asks for: see enum rnbd_clt_sess_state. */
 static void rnbd_clt_link_work(struct work_struct *work)
 {
 	struct rnbd_clt_session *sess = container_of(to_delayed_work(work),
 						     struct rnbd_clt_session,
 						     link_work);
+	enum rnbd_clt_sess_state state;
+	unsigned long deadline;
 	unsigned int noio;
-	bool up;
 	u32 epoch;
 
 	/* Reclaim must not wait for IO that waits for this work. */
 	noio = memalloc_noio_save();
 	mutex_lock(&sess->lock);
-	if (rnbd_clt_read_link(sess, &up, &epoch))
-		goto out_unlock;
-	if (!up)
-		rnbd_clt_sess_down(sess, epoch);
-	else if (sess->handled_epoch != epoch)
+	spin_lock(&sess->ev_lock);
+	state = sess->state;
+	epoch = sess->epoch;
+	deadline = sess->fail_deadline;
+	spin_unlock(&sess->ev_lock);
+	if (state == RNBD_CLT_SESS_WAITING)
+		rnbd_clt_sess_down(sess, deadline);
+	else if (state == RNBD_CLT_SESS_REOPENING)
 		rnbd_clt_sess_up(sess, epoch);
-out_unlock:
 	mutex_unlock(&sess->lock);
 	memalloc_noio_restore(noio);
 }
 
-static void rnbd_clt_cancel_link(struct rnbd_clt_session *sess)
-{
-	cancel_delayed_work_sync(&sess->link_work);
-	cancel_delayed_work_sync(&sess->fail_work);
-}
-
 /*
  * Close the RTRS session of a session being released, without devices.
- * The link work stops first, as it uses the RTRS session; a link event
- * that raced it may queue it again until rtrs_clt_close() has waited for
- * that event, but it finds the session closing.
+ * Once CLOSING, no link event queues the link work, which queues the fail
+ * work: cancelled in that order, they stay so, and RTRS's session is theirs
+ * no more.
  */
 static void rnbd_clt_close_rtrs(struct rnbd_clt_session *sess)
 {
 	spin_lock(&sess->ev_lock);
-	sess->closing = true;
+	rnbd_clt_sess_change_state(sess, RNBD_CLT_SESS_CLOSING);
 	spin_unlock(&sess->ev_lock);
-	rnbd_clt_cancel_link(sess);
+	cancel_delayed_work_sync(&sess->link_work);
+	cancel_delayed_work_sync(&sess->fail_work);
 	rtrs_clt_close(sess->rtrs);
-	rnbd_clt_cancel_link(sess);
 }
 
 static int rnbd_clt_alloc_tag_set(struct rnbd_clt_session *sess)
@@ -1096,7 +1163,7 @@ rnbd_clt_alloc_sess(const struct rnbd_clt_map_opts *opts)
 	INIT_LIST_HEAD(&sess->devs);
 	spin_lock_init(&sess->ev_lock);
 	/* rtrs_clt_open() returns with every path connected. */
-	sess->link_up = true;
+	sess->state = RNBD_CLT_SESS_LIVE;
 	INIT_DELAYED_WORK(&sess->link_work, rnbd_clt_link_work);
 	INIT_DELAYED_WORK(&sess->fail_work, rnbd_clt_fail_work);
 	return sess;
@@ -1258,7 +1325,7 @@ static int rnbd_clt_list_dev(struct rnbd_clt_dev *dev)
 		goto out_unlock;
 	}
 	mutex_lock(&dev->lock);
-	WRITE_ONCE(dev->state, RNBD_CLT_DEV_MAPPED);
+	rnbd_clt_dev_change_state(dev, RNBD_CLT_DEV_MAPPED);
 	mutex_unlock(&dev->lock);
 	list_add_tail(&dev->entry, &sess->devs);
 out_unlock:
@@ -1287,7 +1354,7 @@ static void rnbd_clt_unlist_dev(struct rnbd_clt_dev *dev)
 
 	lockdep_assert_held(&rnbd_clt_mutex);
 	mutex_lock(&dev->lock);
-	WRITE_ONCE(dev->state, RNBD_CLT_DEV_UNMAPPING);
+	rnbd_clt_dev_change_state(dev, RNBD_CLT_DEV_UNMAPPING);
 	mutex_unlock(&dev->lock);
 	rnbd_clt_release_dev_io(dev);
 	mutex_lock(&sess->lock);
@@ -1437,14 +1504,13 @@ static int rnbd_clt_start_unmap(struct rnbd_clt_dev *dev, bool force,
 	if (!force)
 		mutex_lock(&dev->gd->open_mutex);
 	mutex_lock(&dev->lock);
-	*close = dev->state == RNBD_CLT_DEV_MAPPED;
-	if (dev->state != RNBD_CLT_DEV_MAPPED &&
-	    dev->state != RNBD_CLT_DEV_CLOSED)
+	*close = rnbd_clt_dev_state(dev) == RNBD_CLT_DEV_MAPPED;
+	if (!rnbd_clt_dev_is_mapped(dev))
 		err = -EALREADY;
 	else if (!force && disk_openers(dev->gd))
 		err = -EBUSY;
 	else
-		WRITE_ONCE(dev->state, RNBD_CLT_DEV_UNMAPPING);
+		rnbd_clt_dev_change_state(dev, RNBD_CLT_DEV_UNMAPPING);
 	mutex_unlock(&dev->lock);
 	if (!force)
 		mutex_unlock(&dev->gd->open_mutex);
@@ -1516,7 +1582,7 @@ static int rnbd_clt_remap_frozen(struct rnbd_clt_dev *dev,
 	if (err) {
 		pr_err("%s: remap_device: cannot open %s on the server: %d%s\n",
 		       dev->sess->sessname, dev->pathname, err,
-		       dev->state == RNBD_CLT_DEV_CLOSED ?
+		       rnbd_clt_dev_state(dev) == RNBD_CLT_DEV_CLOSED ?
 		       "; the device is closed" : "");
 	} else {
 		rnbd_clt_take_reopen_rsp(dev, rsp, epoch, &lim);
@@ -1526,13 +1592,12 @@ static int rnbd_clt_remap_frozen(struct rnbd_clt_dev *dev,
 	return err;
 }
 
-static bool rnbd_clt_sess_link_up(struct rnbd_clt_session *sess)
+/* A path, which the devices are (or are being) opened over again. */
+static bool rnbd_clt_sess_has_path(const struct rnbd_clt_session *sess)
 {
-	bool up;
-	u32 epoch;
+	enum rnbd_clt_sess_state state = rnbd_clt_sess_state(sess);
 
-	rnbd_clt_read_link(sess, &up, &epoch);
-	return up;
+	return state == RNBD_CLT_SESS_LIVE || state == RNBD_CLT_SESS_REOPENING;
 }
 
 /**
@@ -1555,7 +1620,7 @@ int rnbd_clt_remap(struct rnbd_clt_dev *dev)
 	struct rnbd_msg_open_rsp *rsp;
 	int err;
 
-	if (!rnbd_clt_sess_link_up(dev->sess)) {
+	if (!rnbd_clt_sess_has_path(dev->sess)) {
 		pr_err("%s: remap_device: %s: the session has no path; the device is opened again when it has one\n",
 		       dev->sess->sessname, dev->gd->disk_name);
 		return -ENOTCONN;
@@ -1565,10 +1630,10 @@ int rnbd_clt_remap(struct rnbd_clt_dev *dev)
 		return -ENOMEM;
 	blk_mq_freeze_queue(q);
 	mutex_lock(&dev->lock);
-	if (dev->state != RNBD_CLT_DEV_MAPPED &&
-	    dev->state != RNBD_CLT_DEV_CLOSED) {
+	if (!rnbd_clt_dev_is_mapped(dev)) {
 		pr_err("%s: remap_device: %s is %s\n", dev->sess->sessname,
-		       dev->gd->disk_name, rnbd_clt_dev_state_str(dev->state));
+		       dev->gd->disk_name,
+		       rnbd_clt_dev_state_str(rnbd_clt_dev_state(dev)));
 		err = -ENODEV;
 		goto out_unlock;
 	}
@@ -1602,9 +1667,10 @@ int rnbd_clt_resize(struct rnbd_clt_dev *dev, u64 nsectors)
 
 	mutex_lock(&dev->lock);
 	lbs = queue_logical_block_size(dev->gd->queue) >> SECTOR_SHIFT;
-	if (dev->state != RNBD_CLT_DEV_MAPPED) {
+	if (rnbd_clt_dev_state(dev) != RNBD_CLT_DEV_MAPPED) {
 		pr_err("%s: resize: %s is %s\n", dev->sess->sessname,
-		       dev->gd->disk_name, rnbd_clt_dev_state_str(dev->state));
+		       dev->gd->disk_name,
+		       rnbd_clt_dev_state_str(rnbd_clt_dev_state(dev)));
 		err = -ENOENT;
 	} else if (!nsectors || nsectors > dev->nsectors ||
 		   !IS_ALIGNED(nsectors, lbs)) {

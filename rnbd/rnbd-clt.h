@@ -43,6 +43,34 @@ struct rnbd_clt_map_opts {
 	struct rtrs_addr paths[RNBD_CLT_MAX_PATHS];
 };
 
+/*
+ * The state of a session, changed only by rnbd_clt_sess_change_state()
+ * under its @ev_lock, which allows these transitions:
+ *
+ *   LIVE ------> WAITING ------> FAILING
+ *    ^            ^   |             |
+ *    |            |   v             |
+ *    +-------- REOPENING <----------+
+ *
+ *   and from every state but itself: CLOSING.
+ *
+ * LIVE: a path; the devices opened in the session's @epoch take IO.
+ * WAITING: RTRS lost the last path: the ids of the devices are void, their
+ *	IO waits for reconnect_timeout at most.
+ * FAILING: no path for reconnect_timeout: their IO fails.
+ * REOPENING: a path again: the link work opens the devices again, then the
+ *	session is LIVE, unless it lost its path meanwhile.
+ * CLOSING: the session is being released: link events queue no work, the
+ *	link and fail works do nothing.
+ */
+enum rnbd_clt_sess_state {
+	RNBD_CLT_SESS_LIVE,
+	RNBD_CLT_SESS_WAITING,
+	RNBD_CLT_SESS_FAILING,
+	RNBD_CLT_SESS_REOPENING,
+	RNBD_CLT_SESS_CLOSING,
+};
+
 /**
  * struct rnbd_clt_session - an RTRS session and the devices mapped over it
  * @entry: in the list of sessions
@@ -59,20 +87,13 @@ struct rnbd_clt_map_opts {
  * @ver: the protocol's major version both sides speak
  * @lock: see below
  * @devs: its devices
- * @handled_epoch: the @epoch the link work last opened the devices again in
- *		   (or the first)
- * @down_epoch: the @epoch of the last loss the link work saw
- * @wait_sec: how long IO waits in that loss, reconnect_timeout then
- * @fail_deadline: when IO starts to fail in that loss, in jiffies
  * @ev_lock: see below
- * @link_up: the last link event was RECONNECTED (or none came yet)
- * @closing: the session is being released: link events queue no work, the
- *	     link work does nothing
+ * @state: an enum rnbd_clt_sess_state
  * @epoch: how many times the session lost its last path
- * @io_fails: the session has no path and has waited @wait_sec for one: IO
- *	      of a device not opened in the current @epoch fails
- * @link_work: acts on the link events
- * @fail_work: makes the IO fail once the session waited @wait_sec
+ * @wait_sec: how long IO waits in the last loss, reconnect_timeout then
+ * @fail_deadline: when IO starts to fail in that loss, in jiffies
+ * @link_work: parks the devices in WAITING, opens them again in REOPENING
+ * @fail_work: FAILING once the session waited @wait_sec
  *
  * The devices of a session are opened on the server in one epoch of it,
  * the span between two losses of its last path: the server closes a
@@ -84,18 +105,18 @@ struct rnbd_clt_map_opts {
  * serialises map and unmap; a session is released under it.
  * A disk's open_mutex: a normal unmap holds it while it looks at the
  * disk's openers and marks the device unmapped.
- * @lock protects @handled_epoch, @down_epoch, @wait_sec, @fail_deadline and
- * the @parked of each device (the link and fail works quiesce and
- * unquiesce the queues under it); it and rnbd_clt_mutex both protect
- * @devs: map and unmap change it holding both, others read it under
- * either.  The link and fail works run under @lock, never rnbd_clt_mutex,
- * so that the release cancels them under rnbd_clt_mutex.
+ * @lock protects the @parked of each device (the link and fail works
+ * quiesce and unquiesce the queues under it); it and rnbd_clt_mutex both
+ * protect @devs: map and unmap change it holding both, others read it
+ * under either.  The link and fail works run under @lock, never
+ * rnbd_clt_mutex, so that the release cancels them under rnbd_clt_mutex.
  * A device's lock (struct rnbd_clt_dev) serialises its remap, resize and
  * reopen.
- * @ev_lock, a spinlock, protects @link_up, @closing, @epoch and @io_fails;
- * the IO path reads @epoch and @io_fails without it.  rnbd_clt_link_ev()
- * takes no other lock: RTRS calls it in its own work, which
- * rtrs_clt_close() waits for.
+ * @ev_lock, a spinlock, protects @state, @epoch, @wait_sec and
+ * @fail_deadline, and orders the queueing of the works with the session's
+ * release; the IO path reads @state and @epoch without it.
+ * rnbd_clt_link_ev() takes no other lock: RTRS calls it in its own work,
+ * which rtrs_clt_close() waits for.
  *
  * The IO of a session without a path drains only through the link and
  * fail works: nothing waits for a device's IO (a queue freeze, a
@@ -117,27 +138,34 @@ struct rnbd_clt_session {
 
 	struct mutex lock;	/* see above */
 	struct list_head devs;
-	u32 handled_epoch;
-	u32 down_epoch;
-	unsigned int wait_sec;
-	unsigned long fail_deadline;
 
 	spinlock_t ev_lock;	/* see above */
-	bool link_up;
-	bool closing;
+	enum rnbd_clt_sess_state state;
 	u32 epoch;
-	bool io_fails;
+	unsigned int wait_sec;
+	unsigned long fail_deadline;
 
 	struct delayed_work link_work;
 	struct delayed_work fail_work;
 };
 
 /*
+ * The state of a device, changed only by rnbd_clt_dev_change_state() under
+ * its @lock, which allows these transitions:
+ *
+ *   MAPPING ---> MAPPED <---> CLOSED
+ *                  |            |
+ *                  +--> UNMAPPING <--+
+ *
+ *   and MAPPED and CLOSED to themselves (a remap, a reconnect).
+ *
+ * MAPPING: being opened on the server and its disk added.
  * MAPPED: open on the server in the device's open_epoch; while that is not
  * the session's epoch any more, its IO waits for the session's reconnect,
  * or fails once the session waited reconnect_timeout.
  * CLOSED: a remap or reconnect closed the device on the server and could
  * not open it again; IO fails until a remap or reconnect opens it.
+ * UNMAPPING: its IO fails, the link work leaves it alone.
  */
 enum rnbd_clt_dev_state {
 	RNBD_CLT_DEV_MAPPING,
@@ -160,7 +188,7 @@ enum rnbd_clt_dev_state {
  * @access_mode: an enum rnbd_access_mode
  * @nr_poll_queues: what map_device asked for
  * @lock: serialises remap, resize and reopen; protects @state, @lim,
- *	  @new_lim and @lim_pending
+ *	  @new_lim and @lim_pending (the IO path reads @state without it)
  * @state: an enum rnbd_clt_dev_state
  * @new_flags: the server takes RNBD_F_PREFLUSH and RNBD_F_NOUNMAP (it
  *	       offers WRITE_ZEROES, which came in the same version)

@@ -1590,6 +1590,13 @@ static void rtrs_clt_link_work(struct work_struct *work)
 		sess->ops.link_ev(sess->ops.priv,
 				  up ? RTRS_CLT_LINK_EV_RECONNECTED :
 				       RTRS_CLT_LINK_EV_DISCONNECTED);
+	/*
+	 * A request the ULP checked against its record of the loss in an
+	 * RCU read section is sent before a path is back (rtrs.h): the
+	 * reconnect work waits for this work.
+	 */
+	if (!up)
+		synchronize_rcu();
 }
 
 /*

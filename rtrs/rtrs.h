@@ -47,7 +47,11 @@ enum rtrs_clt_link_ev {
  * @link_ev: called when the session lost its last path (DISCONNECTED) or
  *	     got one back (RECONNECTED), from the session's work in process
  *	     context; it may sleep, but not wait for anything held around
- *	     rtrs_clt_close(), which waits for it
+ *	     rtrs_clt_close(), which waits for it.  After a DISCONNECTED, no
+ *	     path connects again before an RCU grace period has passed: a
+ *	     ULP that records the loss in @link_ev, and checks that record
+ *	     and calls rtrs_clt_request() in one RCU read section, sends no
+ *	     request of before the loss over a path of after it.
  */
 struct rtrs_clt_ops {
 	void *priv;
