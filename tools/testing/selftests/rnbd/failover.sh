@@ -33,6 +33,9 @@ MAP_NULL_BLK=0
 # Past rxe's ACK timeout (rdma_cm's, 2.1 s), so that the client retries.
 PAUSE_S=4
 RUN=/tmp/rnbd-failover
+# A path closed as its peer fell silent, as RTRS logs it (rnbd-vm's
+# SILENT_CLOSE).
+SILENT_CLOSE='heartbeats missed, closing the path|unanswered for [0-9]+ s, closing the path|failed: transport retry counter exceeded'
 RTRS_SRV=/sys/class/rtrs-server/$SESSNAME
 
 # The server's side: export, then act on the client's requests, then the
@@ -164,6 +167,9 @@ serve() {
 		rxe_faults)
 			status="ok $(dmesg | grep -c "$RXE_FAULT")"
 			;;
+		bed_faults)
+			status="ok $(bed_faults_here)"
+			;;
 		*)
 			status="unknown request '$req'"
 			;;
@@ -219,6 +225,12 @@ server() {
 # retry runs a memory registration again, the queue pair stops and its
 # path closes, on 6.12 at once.  A retry needs no cut: a starved guest
 # acknowledges late enough.
+# bed_faults_here: rxe's faults and the paths closed as silent in this
+# guest's log.
+bed_faults_here() {
+	dmesg | grep -cE "$RXE_FAULT|$SILENT_CLOSE"
+}
+
 rxe_faults() {
 	local srv
 
@@ -408,14 +420,25 @@ reconnected_since() {
 	[ "$(reconnects "$1")" -gt "$2" ]
 }
 
+# bed_faults: the faults of the test bed both guests logged so far: rxe's
+# fault, and the paths closed as silent (rnbd-vm's SILENT_CLOSE), which
+# outside a cut are a starved guest's heartbeat or acknowledgement.
+bed_faults() {
+	local srv
+
+	srv=$(server bed_faults) || return 1
+	echo $(($(bed_faults_here) + srv))
+}
+
 # srv_disconnect_path PATH: the client may be back before it could be seen
 # down; its reconnect, one, counted in its stats, is what shows that the
-# server's disconnect closed the path.
+# server's disconnect closed the path.  A second one is the test bed's
+# only where it logged a fault meanwhile; else the client's log says why.
 srv_disconnect_path() {
 	local n f m
 
 	path_ready "$1" || return 1
-	f=$(rxe_faults) || return 1
+	f=$(bed_faults) || return 1
 	n=$(reconnects "$1") || { echo "no path $1"; return 1; }
 	server srv_disconnect "$1" || return 1
 	rnbd_wait 120 reconnected_since "$1" "$n" ||
@@ -423,9 +446,10 @@ srv_disconnect_path() {
 	rnbd_wait 120 rnbd_path_is "$1" connected ||
 		{ echo "path $1 is $(rnbd_path_state "$1") after the server closed it"; return 1; }
 	m=$(($(reconnects "$1") - n))
-	if [ "$m" -gt 1 ] && [ "$(rxe_faults)" -gt "$f" ]; then
-		echo "path $1: $m reconnects, rxe's fault closed it meanwhile"
+	if [ "$m" -gt 1 ] && [ "$(bed_faults)" -gt "$f" ]; then
+		echo "path $1: $m reconnects, the test bed closed it meanwhile"
 	elif [ "$m" -ne 1 ]; then
+		dmesg | grep -E 'rtrs|rxe' | tail -n 12 | sed 's/^/client: /'
 		echo "path $1: $m reconnects for one disconnect"
 		return 1
 	fi
