@@ -225,17 +225,27 @@ server() {
 # retry runs a memory registration again, the queue pair stops and its
 # path closes, on 6.12 at once.  A retry needs no cut: a starved guest
 # acknowledges late enough.
+rxe_faults() {
+	local srv
+
+	srv=$(server rxe_faults) || return 1
+	echo $(($(dmesg | grep -c "$RXE_FAULT") + srv))
+}
+
 # bed_faults_here: rxe's faults and the paths closed as silent in this
 # guest's log.
 bed_faults_here() {
 	dmesg | grep -cE "$RXE_FAULT|$SILENT_CLOSE"
 }
 
-rxe_faults() {
+# bed_faults: the faults of the test bed both guests logged so far: rxe's
+# fault, and the paths closed as silent (rnbd-vm's SILENT_CLOSE), which
+# outside a cut are a starved guest's heartbeat or acknowledgement.
+bed_faults() {
 	local srv
 
-	srv=$(server rxe_faults) || return 1
-	echo $(($(dmesg | grep -c "$RXE_FAULT") + srv))
+	srv=$(server bed_faults) || return 1
+	echo $(($(bed_faults_here) + srv))
 }
 
 # seen_up PATH: where PATH is connected, mark the faults logged so far as
@@ -418,16 +428,6 @@ reconnects() {
 
 reconnected_since() {
 	[ "$(reconnects "$1")" -gt "$2" ]
-}
-
-# bed_faults: the faults of the test bed both guests logged so far: rxe's
-# fault, and the paths closed as silent (rnbd-vm's SILENT_CLOSE), which
-# outside a cut are a starved guest's heartbeat or acknowledgement.
-bed_faults() {
-	local srv
-
-	srv=$(server bed_faults) || return 1
-	echo $(($(bed_faults_here) + srv))
 }
 
 # srv_disconnect_path PATH: the client may be back before it could be seen
