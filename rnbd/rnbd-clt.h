@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * RNBD client: what its files share (rnbd-clt.c, rnbd-clt-sysfs.c).
+ * RNBD client: what its files share (rnbd-clt.c, rnbd-clt-io.c,
+ * rnbd-clt-sysfs.c).
  */
 #ifndef RNBD_CLT_H
 #define RNBD_CLT_H
@@ -20,6 +21,13 @@
 
 /* At most so many path= in one map_device. */
 #define RNBD_CLT_MAX_PATHS	6
+
+/*
+ * A request unanswered this long is overdue: RTRS reaps its polled queue
+ * or closes its path, which sends it again on another.  The block layer's
+ * default, as Linux's client has it.
+ */
+#define RNBD_CLT_IO_TIMEOUT	(30 * HZ)
 
 /**
  * struct rnbd_clt_map_opts - what map_device was told
@@ -226,6 +234,25 @@ struct rnbd_clt_dev {
 	struct work_struct limits_work;
 };
 
+/* The states, read without the locks they change under. */
+static inline enum rnbd_clt_sess_state
+rnbd_clt_sess_state(const struct rnbd_clt_session *sess)
+{
+	return READ_ONCE(sess->state);
+}
+
+static inline enum rnbd_clt_dev_state
+rnbd_clt_dev_state(const struct rnbd_clt_dev *dev)
+{
+	return READ_ONCE(dev->state);
+}
+
+/* Was @dev opened on the server in the session's current epoch? */
+static inline bool rnbd_clt_dev_id_valid(const struct rnbd_clt_dev *dev)
+{
+	return READ_ONCE(dev->open_epoch) == READ_ONCE(dev->sess->epoch);
+}
+
 const char *rnbd_clt_dev_state_str(enum rnbd_clt_dev_state state);
 const char *rnbd_clt_dev_state_name(const struct rnbd_clt_dev *dev);
 int rnbd_clt_map(struct rnbd_clt_map_opts *opts);
@@ -234,6 +261,9 @@ int rnbd_clt_unmap(struct rnbd_clt_dev *dev, bool force,
 void rnbd_clt_free_dev(struct rnbd_clt_dev *dev);
 int rnbd_clt_remap(struct rnbd_clt_dev *dev);
 int rnbd_clt_resize(struct rnbd_clt_dev *dev, u64 nsectors);
+
+/* rnbd-clt-io.c */
+int rnbd_clt_alloc_tag_set(struct rnbd_clt_session *sess);
 
 /* rnbd-clt-sysfs.c */
 int rnbd_clt_sysfs_init(void);
