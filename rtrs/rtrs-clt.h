@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * RTRS client: what the client's files share (rtrs-clt.c, rtrs-clt-sysfs.c).
+ * RTRS client: what the client's files share (rtrs-clt.c, rtrs-clt-con.c,
+ * rtrs-clt-sysfs.c, rtrs-clt-stats.c).
  * Not for ULPs: they include rtrs.h only.
  */
 #ifndef RTRS_CLT_H
@@ -75,6 +76,11 @@ enum rtrs_clt_mp_policy {
 	RTRS_CLT_MP_MIN_INFLIGHT,
 	RTRS_CLT_MP_MIN_LATENCY,
 };
+
+/* How long rdma_cm and the INFO exchange may take to connect a path. */
+#define RTRS_CLT_CONNECT_TIMEOUT_MS	20000
+/* Receives per IO: the response and the SEND_WITH_INV before it. */
+#define RTRS_CLT_RECV_PER_IO		2
 
 /* max_reconnect_attempts: -1 is for ever. */
 #define RTRS_CLT_RECONNECT_FOREVER	(-1)
@@ -348,7 +354,23 @@ static inline struct rtrs_clt_con *to_clt_con(struct rtrs_con *c)
 	return container_of(c, struct rtrs_clt_con, c);
 }
 
+/* IO requests of a connection for @cid: the admin's or the session's. */
+static inline u32 rtrs_clt_con_depth(const struct rtrs_clt_path *path,
+				     unsigned int cid)
+{
+	return cid ? path->queue_depth : RTRS_ADMIN_QUEUE_DEPTH;
+}
+
+/* The polled connections come last, after the admin and IO ones. */
+static inline unsigned int
+rtrs_clt_first_poll_cid(const struct rtrs_clt_path *path)
+{
+	return path->s.con_num - path->sess->nr_poll_queues;
+}
+
 enum rtrs_clt_state rtrs_clt_path_state(struct rtrs_clt_path *path);
+void rtrs_clt_path_fail(struct rtrs_clt_path *path);
+void rtrs_clt_free_rx(struct rtrs_clt_con *con);
 void rtrs_clt_free_path(struct rtrs_clt_path *path);
 int rtrs_clt_add_path_sysfs(struct rtrs_clt_sess *sess,
 			    const struct rtrs_addr *addr);
@@ -358,6 +380,13 @@ int rtrs_clt_disconnect_path(struct rtrs_clt_path *path);
 int rtrs_clt_reconnect_path(struct rtrs_clt_path *path);
 int rtrs_clt_remove_path(struct rtrs_clt_path *path,
 			 const struct attribute *self);
+
+/* rtrs-clt-con.c */
+extern struct rtrs_ib_dev_pool rtrs_clt_dev_pool;
+int rtrs_clt_con_open(struct rtrs_clt_path *path, unsigned int cid);
+void rtrs_clt_drain_cons(struct rtrs_clt_path *path);
+void rtrs_clt_destroy_qps(struct rtrs_clt_path *path);
+void rtrs_clt_destroy_cons(struct rtrs_clt_path *path);
 
 /* rtrs-clt-sysfs.c */
 extern const struct attribute_group *rtrs_clt_sess_groups[];
