@@ -13,16 +13,28 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/kobject.h>
+#include <linux/log2.h>
 #include <linux/percpu.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
 #include "rtrs-clt.h"
 
+/*
+ * rdma_lat's rows: requests answered in under 1 ms, under 2 ms (and 1 ms
+ * or more), under 4 ms, ... under 65536 ms, then the slower ones.
+ */
+#define RTRS_CLT_LAT_ROWS	18
+/* sg_entries' rows: requests of 0 to 16 sg entries, then of more. */
+#define RTRS_CLT_SG_ROWS	18
+
 /**
  * struct rtrs_clt_stats_pcpu - what one CPU counted for a path
  * @cnt: requests posted, by direction (READ, WRITE)
  * @bytes: their bytes of user header and data, by direction
+ * @sg: requests posted, by their number of sg entries: rows of sg_entries
+ * @lat: responses, by direction and the request's latency: rows of rdma_lat
+ * @lat_max_ms: the longest latency in ms, by direction
  * @failover: requests this path took over from a failed one
  * @migr_to: responses handled on this CPU to requests submitted on another
  * @migr_from: responses handled on another CPU to requests submitted on
@@ -31,6 +43,9 @@
 struct rtrs_clt_stats_pcpu {
 	u64 cnt[2];
 	u64 bytes[2];
+	u64 sg[RTRS_CLT_SG_ROWS];
+	u64 lat[2][RTRS_CLT_LAT_ROWS];
+	u32 lat_max_ms[2];
 	u64 failover;
 	int migr_to;
 	atomic_t migr_from;
@@ -85,15 +100,37 @@ void rtrs_clt_stats_free(struct rtrs_clt_stats *stats)
  * @stats: the path's statistics
  * @dir: READ or WRITE
  * @bytes: its user header and data, as upstream counts them
+ * @sg_cnt: the sg entries of its data
  *
  * Context: any.
  */
-void rtrs_clt_stats_rdma(struct rtrs_clt_stats *stats, int dir, size_t bytes)
+void rtrs_clt_stats_rdma(struct rtrs_clt_stats *stats, int dir, size_t bytes,
+			 unsigned int sg_cnt)
 {
 	unsigned int d = dir == WRITE;
 
 	this_cpu_inc(stats->pcpu->cnt[d]);
 	this_cpu_add(stats->pcpu->bytes[d], bytes);
+	this_cpu_inc(stats->pcpu->sg[min(sg_cnt, RTRS_CLT_SG_ROWS - 1)]);
+}
+
+/**
+ * rtrs_clt_stats_latency() - count the response to a request by its latency
+ * @stats: the path's statistics
+ * @dir: READ or WRITE
+ * @ns: from the request's post to its response
+ *
+ * Context: any.  A maximum raced by a preemption may be lost: statistics.
+ */
+void rtrs_clt_stats_latency(struct rtrs_clt_stats *stats, int dir, u64 ns)
+{
+	u32 ms = min_t(u64, div_u64(ns, NSEC_PER_MSEC), U32_MAX);
+	unsigned int d = dir == WRITE;
+
+	this_cpu_inc(stats->pcpu->lat[d][ms ? min(ilog2(ms) + 1,
+						  RTRS_CLT_LAT_ROWS - 1) : 0]);
+	if (ms > this_cpu_read(stats->pcpu->lat_max_ms[d]))
+		this_cpu_write(stats->pcpu->lat_max_ms[d], ms);
 }
 
 /**
@@ -159,6 +196,29 @@ static void rtrs_clt_stats_reset_rdma(struct rtrs_clt_path *path)
 	}
 }
 
+static void rtrs_clt_stats_reset_sg(struct rtrs_clt_path *path)
+{
+	struct rtrs_clt_stats_pcpu *s;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		s = per_cpu_ptr(path->stats->pcpu, cpu);
+		memset(s->sg, 0, sizeof(s->sg));
+	}
+}
+
+static void rtrs_clt_stats_reset_lat(struct rtrs_clt_path *path)
+{
+	struct rtrs_clt_stats_pcpu *s;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		s = per_cpu_ptr(path->stats->pcpu, cpu);
+		memset(s->lat, 0, sizeof(s->lat));
+		memset(s->lat_max_ms, 0, sizeof(s->lat_max_ms));
+	}
+}
+
 static void rtrs_clt_stats_reset_migr(struct rtrs_clt_path *path)
 {
 	struct rtrs_clt_stats *stats = path->stats;
@@ -187,6 +247,8 @@ static void rtrs_clt_stats_reset_reconnects(struct rtrs_clt_path *path)
 static void rtrs_clt_stats_reset_all(struct rtrs_clt_path *path)
 {
 	rtrs_clt_stats_reset_rdma(path);
+	rtrs_clt_stats_reset_sg(path);
+	rtrs_clt_stats_reset_lat(path);
 	rtrs_clt_stats_reset_migr(path);
 	rtrs_clt_stats_reset_reconnects(path);
 	atomic_set(&path->inflight, 0);
@@ -247,6 +309,74 @@ static ssize_t rdma_store(struct kobject *kobj, struct kobj_attribute *attr,
 {
 	return rtrs_clt_stats_store(kobj, attr, buf, count,
 				    rtrs_clt_stats_reset_rdma);
+}
+
+/*
+ * sg_entries: a row per number of sg entries, 0 to 16, then ">16": the
+ * requests posted with so many, summed over the CPUs (a table per CPU, as
+ * the seed's, would not fit a page on a large machine).
+ */
+static ssize_t sg_entries_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *page)
+{
+	struct rtrs_clt_stats *stats = rtrs_clt_stats_path(kobj)->stats;
+	u64 sum[RTRS_CLT_SG_ROWS] = {};
+	int cpu, i, len = 0;
+
+	for_each_possible_cpu(cpu) {
+		for (i = 0; i < RTRS_CLT_SG_ROWS; i++)
+			sum[i] += per_cpu_ptr(stats->pcpu, cpu)->sg[i];
+	}
+	for (i = 0; i < RTRS_CLT_SG_ROWS - 1; i++)
+		len += sysfs_emit_at(page, len, "%d: %llu\n", i, sum[i]);
+	return len + sysfs_emit_at(page, len, ">%d: %llu\n", i - 1, sum[i]);
+}
+
+static ssize_t sg_entries_store(struct kobject *kobj,
+				struct kobj_attribute *attr, const char *buf,
+				size_t count)
+{
+	return rtrs_clt_stats_store(kobj, attr, buf, count,
+				    rtrs_clt_stats_reset_sg);
+}
+
+/*
+ * rdma_lat: "<N> ms: <reads> <writes>", the requests answered in under N
+ * ms (and N/2 or more), N from 1 to 65536; then ">= 65536 ms:" the
+ * slower ones, and "maximum ms:" the longest latency of each direction.
+ */
+static ssize_t rdma_lat_show(struct kobject *kobj,
+			     struct kobj_attribute *attr, char *page)
+{
+	struct rtrs_clt_stats *stats = rtrs_clt_stats_path(kobj)->stats;
+	u64 sum[2][RTRS_CLT_LAT_ROWS] = {};
+	u32 max[2] = {};
+	struct rtrs_clt_stats_pcpu *s;
+	int cpu, d, i, len = 0;
+
+	for_each_possible_cpu(cpu) {
+		s = per_cpu_ptr(stats->pcpu, cpu);
+		for (d = 0; d < 2; d++) {
+			for (i = 0; i < RTRS_CLT_LAT_ROWS; i++)
+				sum[d][i] += s->lat[d][i];
+			max[d] = max(max[d], READ_ONCE(s->lat_max_ms[d]));
+		}
+	}
+	for (i = 0; i < RTRS_CLT_LAT_ROWS - 1; i++)
+		len += sysfs_emit_at(page, len, "%u ms: %llu %llu\n", 1U << i,
+				     sum[0][i], sum[1][i]);
+	len += sysfs_emit_at(page, len, ">= %u ms: %llu %llu\n", 1U << (i - 1),
+			     sum[0][i], sum[1][i]);
+	return len + sysfs_emit_at(page, len, "maximum ms: %u %u\n", max[0],
+				   max[1]);
+}
+
+static ssize_t rdma_lat_store(struct kobject *kobj,
+			      struct kobj_attribute *attr, const char *buf,
+			      size_t count)
+{
+	return rtrs_clt_stats_store(kobj, attr, buf, count,
+				    rtrs_clt_stats_reset_lat);
 }
 
 /* reconnects: "<successful> <failed>". */
@@ -332,6 +462,10 @@ static ssize_t reset_all_store(struct kobject *kobj,
 
 static struct kobj_attribute rtrs_clt_stats_rdma_attr =
 	__ATTR_RW_MODE(rdma, 0644);
+static struct kobj_attribute rtrs_clt_stats_sg_entries_attr =
+	__ATTR_RW_MODE(sg_entries, 0644);
+static struct kobj_attribute rtrs_clt_stats_rdma_lat_attr =
+	__ATTR_RW_MODE(rdma_lat, 0644);
 static struct kobj_attribute rtrs_clt_stats_reconnects_attr =
 	__ATTR_RW_MODE(reconnects, 0644);
 static struct kobj_attribute rtrs_clt_stats_migr_from_attr =
@@ -343,6 +477,8 @@ static struct kobj_attribute rtrs_clt_stats_reset_all_attr =
 
 static struct attribute *rtrs_clt_stats_attrs[] = {
 	&rtrs_clt_stats_rdma_attr.attr,
+	&rtrs_clt_stats_sg_entries_attr.attr,
+	&rtrs_clt_stats_rdma_lat_attr.attr,
 	&rtrs_clt_stats_reconnects_attr.attr,
 	&rtrs_clt_stats_migr_from_attr.attr,
 	&rtrs_clt_stats_migr_to_attr.attr,

@@ -418,6 +418,8 @@ static void rtrs_clt_io_rsp(struct rtrs_clt_path *path, u32 msg_id,
 		return;
 	}
 	rtrs_clt_stats_completion(path->stats, req->permit->cpu);
+	rtrs_clt_stats_latency(path->stats, req->dir,
+			       ktime_get_ns() - req->start_ns);
 	if (w_inv)
 		req->need_inv = false;
 	if (req->need_inv) {
@@ -795,7 +797,7 @@ static int rtrs_clt_post_req(struct rtrs_clt_path *path,
 	req->priv = io->priv;
 	req->need_inv = false;
 	req->counted = counted;
-	req->start = jiffies;
+	req->start_ns = ktime_get_ns();
 	if (counted)
 		atomic_inc(&path->inflight);
 	atomic_set(&req->in_use, 1);
@@ -807,7 +809,8 @@ static int rtrs_clt_post_req(struct rtrs_clt_path *path,
 		rtrs_clt_req_uncount(req);
 		return err;
 	}
-	rtrs_clt_stats_rdma(path->stats, io->dir, io->usr_len + io->len);
+	rtrs_clt_stats_rdma(path->stats, io->dir, io->usr_len + io->len,
+			    io->sg_cnt);
 	return 0;
 }
 
@@ -1013,7 +1016,8 @@ static bool rtrs_clt_path_overdue(struct rtrs_clt_path *path,
 	 * A request that came here from a failed path gets its full time on
 	 * this one; one line per path: its other requests time out together.
 	 */
-	if (time_before(jiffies, READ_ONCE(req->start) + timeout) ||
+	if (ktime_get_ns() - READ_ONCE(req->start_ns) <
+	    jiffies_to_nsecs(timeout) ||
 	    rtrs_clt_path_state(path) != RTRS_CLT_CONNECTED)
 		return true;
 	rtrs_path_err(&path->s, "%s: request %u unanswered for %u s, closing the path\n",

@@ -233,7 +233,8 @@ struct rtrs_clt_rbuf {
  * @conf: the ULP's completion
  * @priv: passed to @conf
  * @errno: the server's answer, kept while @mr is invalidated
- * @start: jiffies when it was posted on @path, for rtrs_clt_overdue()
+ * @start_ns: when it was posted on @path, for rtrs_clt_overdue() and the
+ *	      latency statistics
  * @need_inv: @mr is still valid and must be invalidated before completion
  * @counted: counts in the path's @inflight
  * @in_use: set while in flight; whoever clears it completes the request
@@ -255,7 +256,7 @@ struct rtrs_clt_req {
 	void (*conf)(void *priv, int errno);
 	void *priv;
 	int errno;
-	unsigned long start;
+	u64 start_ns;
 	bool need_inv;
 	bool counted;
 	atomic_t in_use;
@@ -400,7 +401,9 @@ void rtrs_clt_sysfs_put_path(struct rtrs_clt_path *path);
 extern const struct attribute_group rtrs_clt_stats_group;
 struct rtrs_clt_stats *rtrs_clt_stats_alloc(void);
 void rtrs_clt_stats_free(struct rtrs_clt_stats *stats);
-void rtrs_clt_stats_rdma(struct rtrs_clt_stats *stats, int dir, size_t bytes);
+void rtrs_clt_stats_rdma(struct rtrs_clt_stats *stats, int dir, size_t bytes,
+			 unsigned int sg_cnt);
+void rtrs_clt_stats_latency(struct rtrs_clt_stats *stats, int dir, u64 ns);
 void rtrs_clt_stats_completion(struct rtrs_clt_stats *stats,
 			       unsigned int submit_cpu);
 void rtrs_clt_stats_failover(struct rtrs_clt_stats *stats);

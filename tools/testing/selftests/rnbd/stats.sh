@@ -5,7 +5,9 @@
 # maps a ram disk of the server over both paths, round-robin, and fio
 # writes and reads it: the client's stats/rdma of the paths count the
 # requests and bytes the block layer counted, each path the same as the
-# server's stats/rdma of that path; the CPU migrations add up; each stats
+# server's stats/rdma of that path; its sg_entries and rdma_lat count each
+# of those requests once, by its sg entries and by its latency, whose
+# maximum is in the slowest row; the CPU migrations add up; each stats
 # file resets on "1", reset_all resets them all.  The tracepoints of both
 # sides fire as the paths come up and go, as the server answers each
 # message, and as the client recovers a path the server closed; those
@@ -142,6 +144,26 @@ sum() {
 	echo $n
 }
 
+# sg_rows FILE: its rows, "<entries>: <requests>", 0 to 16 and ">16".
+sg_rows() {
+	local want
+
+	want=$( (seq 0 16; echo '>16') | sed 's/$/: N/')
+	[ "$(sed 's/: [0-9]*$/: N/' "$1")" = "$want" ] ||
+		{ echo "$1:"; cat "$1"; return 1; }
+}
+
+# lat_rows FILE: its rows, "<N> ms: <reads> <writes>" for N 1 to 65536,
+# then ">= 65536 ms" and "maximum ms".
+lat_rows() {
+	local want n
+
+	want=$(for n in $(seq 0 16); do echo "$((1 << n)) ms: N N"; done
+		echo ">= 65536 ms: N N"; echo "maximum ms: N N")
+	[ "$(sed 's/: [0-9]* [0-9]*$/: N N/' "$1")" = "$want" ] ||
+		{ echo "$1:"; cat "$1"; return 1; }
+}
+
 stats_files() {
 	local p s re='^[0-9]+( [0-9]+){5}$'
 
@@ -153,12 +175,14 @@ stats_files() {
 			{ echo "$s/reconnects: '$(cat "$s/reconnects")'"; return 1; }
 		per_cpu "$s/cpu_migration_from" && per_cpu "$s/cpu_migration_to" ||
 			return 1
+		sg_rows "$s/sg_entries" && lat_rows "$s/rdma_lat" || return 1
 		[ "$(cat "$s/reset_all")" = "echo 1 to reset all statistics" ] ||
 			{ echo "$s/reset_all: '$(cat "$s/reset_all")'"; return 1; }
 	done
 }
 
-# zeroed PATHDIR [rdma|migr|reconnects|all]: those counters read zero.
+# zeroed PATHDIR [rdma|sg|lat|migr|reconnects|all]: those counters read
+# zero.
 zeroed() {
 	local s=$1/stats what=${2:-all} z
 
@@ -167,6 +191,14 @@ zeroed() {
 	if [ "$what" = rdma ] || [ "$what" = all ]; then
 		[ "$(cat "$s/rdma")" = "0 0 0 0 0 0" ] ||
 			{ echo "$s/rdma: $(cat "$s/rdma")"; return 1; }
+	fi
+	if [ "$what" = sg ] || [ "$what" = all ]; then
+		! grep -qv ': 0$' "$s/sg_entries" ||
+			{ echo "$s/sg_entries:"; cat "$s/sg_entries"; return 1; }
+	fi
+	if [ "$what" = lat ] || [ "$what" = all ]; then
+		! grep -qv ': 0 0$' "$s/rdma_lat" ||
+			{ echo "$s/rdma_lat:"; cat "$s/rdma_lat"; return 1; }
 	fi
 	if [ "$what" = migr ] || [ "$what" = all ]; then
 		if [ "$(cat "$s/cpu_migration_from")" != "$z" ] ||
@@ -241,6 +273,61 @@ counted() {
 		[ "$rbytes" -eq $((a[1] * 512 + reads * IO_HDR)) ] &&
 		[ "$wbytes" -eq $((a[3] * 512 + writes * IO_HDR)) ] || rc=1
 	return $rc
+}
+
+# sg_counted PATHDIR: sg_entries counts each request of stats/rdma once;
+# fio's IO of 4 KiB and 64 KiB has 1 to 16 entries, 1 for some.
+sg_counted() {
+	local r total f=$1/stats/sg_entries
+
+	read -ra r <"$1/stats/rdma"
+	total=$(awk -F': ' '{ n += $2 } END { print n + 0 }' "$f")
+	echo "$(basename "$1"): $total requests by sg entries, $((r[0] + r[2])) posted"
+	if [ "$total" -ne $((r[0] + r[2])) ] || ! grep -qx '0: 0' "$f" ||
+		! grep -qx '>16: 0' "$f" || grep -qx '1: 0' "$f"; then
+		cat "$f"
+		return 1
+	fi
+}
+
+# lat_counted PATHDIR: rdma_lat counts each read and each write of
+# stats/rdma once, and each direction's maximum is within the bounds of
+# its slowest row: row i (from 1) holds [2^(i-2), 2^(i-1)) ms, the first
+# [0, 1), the 18th 65536 ms and more.
+lat_counted() {
+	local r
+
+	read -ra r <"$1/stats/rdma"
+	awk -v want1="${r[0]}" -v want2="${r[2]}" -v p="$(basename "$1")" '
+		NR <= 18 {
+			lo = NR == 1 ? 0 : 2 ^ (NR - 2)
+			hi = NR <= 17 ? 2 ^ (NR - 1) : -1
+			for (d = 1; d <= 2; d++) {
+				v = $(NF - 2 + d)
+				n[d] += v
+				if (v) { slow_lo[d] = lo; slow_hi[d] = hi }
+			}
+		}
+		NR == 19 { max[1] = $(NF - 1); max[2] = $NF }
+		END {
+			printf "%s: %d reads, %d writes by latency; maximum %d and %d ms\n",
+				p, n[1], n[2], max[1], max[2]
+			if (n[1] != want1 || n[2] != want2)
+				exit 1
+			for (d = 1; d <= 2; d++)
+				if (n[d] && (max[d] < slow_lo[d] ||
+				    (slow_hi[d] >= 0 && max[d] >= slow_hi[d])))
+					exit 1
+		}' "$1/stats/rdma_lat" || { cat "$1/stats/rdma_lat"; return 1; }
+}
+
+# by_sg_and_lat: sg_entries and rdma_lat of each path count its requests.
+by_sg_and_lat() {
+	local p
+
+	for p in "$SESS/paths"/*; do
+		sg_counted "$p" && lat_counted "$p" || return 1
+	done
 }
 
 # same_as_server: each path counted what the server counted on it.
@@ -331,7 +418,7 @@ round_robin() {
 }
 
 test_client() {
-	ktap_header 24
+	ktap_header 27
 	ktap_check "rxe up" rnbd_rdma_up
 	# Not through ktap_check: its subshell would lose SERVER_*.
 	server_ready >/dev/null 2>&1
@@ -352,9 +439,13 @@ test_client() {
 		counted
 	ktap_check "stats/rdma of each path: the same as the server's" \
 		same_as_server
+	ktap_check "stats/sg_entries and rdma_lat: each request once, by entries and by latency" \
+		by_sg_and_lat
 	ktap_check "stats/cpu_migration_from and _to add up" migrations
 	ktap_check "stats/rdma resets on 1, of its path only" reset_one rdma rdma
 	fio_io >/dev/null 2>&1
+	ktap_check "stats/sg_entries resets on 1" reset_one sg_entries sg
+	ktap_check "stats/rdma_lat resets on 1" reset_one rdma_lat lat
 	ktap_check "stats/cpu_migration_to resets both migration files" \
 		reset_one cpu_migration_to migr
 	ktap_check "stats/reconnects resets on 1" reset_one reconnects reconnects
