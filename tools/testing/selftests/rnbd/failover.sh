@@ -4,7 +4,7 @@
 # Fail-over and reconnect under verified IO: the client maps the server's
 # ram disk over two paths and fio writes and verifies it (crc32c) the whole
 # time, while one path at a time is cut and restored: its packets dropped
-# with its link up (netem on the client, an nftables drop of the RoCEv2
+# with its link up (netem on the client, a netfilter drop of the RoCEv2
 # packets that reach the server), its cable pulled (QEMU set_link, where
 # rxe survives it: rnbd_cable in lib.sh), closed
 # from the client's and the server's sysfs, removed and added again; and
@@ -17,9 +17,15 @@
 # between cuts must have been closed by rxe's fault, logged by one of the
 # guests (testing.rst): it is waited for and counted.
 #
-#   FAILOVER_CUTS   cuts by netem (default 6; and 2 by nftables: eight with
+#   FAILOVER_CUTS   cuts by netem (default 6; and 2 by netfilter: eight with
 #                   the link up, then 2 cable pulls)
 #   PAUSES          pauses of the server's guest, PAUSE_S each (default 4)
+#
+# The debug kernel has neither netem nor nftables, and runs IO ten times
+# slower: there iptables drops what reaches a guest, the client's netem
+# cuts become drops of what reaches the client (the server's answers are
+# lost, not the client's requests), and the test takes 2 of them and 2
+# pauses: every kind of fault, fewer times.
 #
 # rnbd-vm: topology=two
 # rnbd-vm: timeout=1200
@@ -29,7 +35,6 @@ SESSNAME=failover
 MAP_NULL_BLK=0
 . "$(dirname "$0")/map-lib.sh"
 
-: "${FAILOVER_CUTS:=6}" "${PAUSES:=4}"
 # Past rxe's ACK timeout (rdma_cm's, 2.1 s), so that the client retries.
 PAUSE_S=4
 RUN=/tmp/rnbd-failover
@@ -41,20 +46,25 @@ RTRS_SRV=/sys/class/rtrs-server/$SESSNAME
 # The server's side: export, then act on the client's requests, then the
 # end of map-lib's server.
 
-# nft_drop PATH add|del: drop or pass the RoCEv2 packets that reach this
+# drop_in PATH add|del: drop or pass the RoCEv2 packets that reach this
 # guest's NIC of PATH; its link stays up.  On the server: the client's
 # packets are lost, so are the acknowledgements of the server's, and both
-# sides lose the path.  The client uses it too (hb_silent_path).
+# sides lose the path.  The client uses it too.
 # Not the server's own packets on the way out: 6.12's rxe takes the error
 # a netfilter drop returns to the sender as a fault of the queue pair, and
 # its GSI queue pair, that of every rdma_cm exchange of the device, would
 # stay in the error state until the device goes (testing.rst).  A wire
 # that loses a packet tells the sender nothing.
-nft_drop() {
+# nftables, or iptables on the debug kernel (ip_tables built in, no
+# nf_tables); its legacy command, as Debian's iptables speaks nftables.
+drop_in() {
 	local dev
 
 	dev=$(rnbd_path_netdev "$1")
-	if [ "$2" = add ]; then
+	if rnbd_debug_kernel; then
+		iptables-legacy -w "$([ "$2" = add ] && echo -A || echo -D)" \
+			INPUT -i "$dev" -p udp --dport 4791 -j DROP
+	elif [ "$2" = add ]; then
 		nft -f - <<-EOF
 		table inet rnbd_cut {
 			chain in {
@@ -67,6 +77,29 @@ nft_drop() {
 		nft delete table inet rnbd_cut
 	fi
 }
+
+# drop_in_clear: pass every packet again.
+drop_in_clear() {
+	if rnbd_debug_kernel; then
+		iptables-legacy -w -F INPUT
+	else
+		nft delete table inet rnbd_cut 2>/dev/null
+	fi
+	return 0
+}
+
+# The cuts with the link up, by the kernel's means: see above.
+if rnbd_debug_kernel; then
+	: "${FAILOVER_CUTS:=2}" "${PAUSES:=2}"
+	CLIENT_CUT=in
+	CLIENT_CUT_HOW="an iptables drop on the client"
+	SERVER_CUT_HOW="an iptables drop on the server"
+else
+	: "${FAILOVER_CUTS:=6}" "${PAUSES:=4}"
+	CLIENT_CUT=netem
+	CLIENT_CUT_HOW="netem loss 100% on the client"
+	SERVER_CUT_HOW="an nftables drop on the server"
+fi
 
 # srv_paths N: the session has N paths within 60 s, none left over from
 # a client's path that went.
@@ -157,7 +190,7 @@ serve() {
 		fi
 		# shellcheck disable=SC2086 # the request is a command line
 		case $req in
-		nft_drop\ *|srv_disconnect\ *|srv_paths\ *)
+		drop_in\ *|srv_disconnect\ *|srv_paths\ *)
 			if $req >"$out" 2>&1; then
 				status=ok
 			else
@@ -186,7 +219,7 @@ test_server() {
 	if server_up; then
 		rnbd_sync_put server-ready "ok $(blockdev --getsize64 "$DISK") $DISKS"
 		serve || rc=1
-		nft delete table inet rnbd_cut 2>/dev/null
+		drop_in_clear
 		written=$(rnbd_sync_wait written "$RNBD_VM_TIMEOUT") || rc=1
 		if [ -z "$written" ]; then
 			rnbd_sync_put checked "the client wrote nothing"
@@ -379,7 +412,8 @@ cut() {
 	t0=$(now)
 	case $kind in
 	netem) rnbd_netem_drop "$i" on ;;
-	nft) server nft_drop "$i" add ;;
+	in) drop_in "$i" add ;;
+	server) server drop_in "$i" add ;;
 	link) rnbd_cable "$i" off ;;
 	esac || { echo "cannot cut path $i by $kind"; return 1; }
 	rnbd_wait 120 rnbd_path_is "$i" disconnected ||
@@ -388,7 +422,8 @@ cut() {
 	io_flows || { echo "no IO completes with path $i down"; return 1; }
 	case $kind in
 	netem) rnbd_netem_drop "$i" off ;;
-	nft) server nft_drop "$i" del ;;
+	in) drop_in "$i" del ;;
+	server) server drop_in "$i" del ;;
 	link) rnbd_cable "$i" on ;;
 	esac || { echo "cannot restore path $i"; return 1; }
 	t2=$(now)
@@ -565,12 +600,27 @@ last_path_stays() {
 }
 
 # The client's heartbeats: bad settings refused, the defaults upstream's;
-# at 1000 ms x 3, PATH (idle) gone silent both ways (netem on what the
-# client sends, nftables on what it gets) is closed by its heartbeats, 3
+# at 1000 ms x 3, PATH (idle) gone silent both ways (netem, or the
+# server's drop_in, on what the client sends; drop_in on what it gets) is
+# closed by its heartbeats, 3
 # missed, within HB_CLOSE_S of the cut being in place by the kernel's
 # clock (at 5000 ms x 5 it would be 5 missed, after 25 s or more), and
 # connects again once it is back.
 HB_CLOSE_S=5
+
+# silence PATH on|off: nothing passes PATH either way, or all again.
+silence() {
+	local how=add
+
+	[ "$2" = on ] || how=del
+	if [ "$CLIENT_CUT" = netem ]; then
+		rnbd_netem_drop "$1" "$2" || return 1
+	else
+		server drop_in "$1" "$how" || return 1
+	fi
+	drop_in "$1" "$how"
+}
+
 hb_silent_path() {
 	local i=$1 rc=0 took from_start
 
@@ -586,16 +636,15 @@ hb_silent_path() {
 	sleep 6
 	rnbd_path_is "$i" connected || { echo "path $i is $(rnbd_path_state "$i")"; return 1; }
 	echo "rnbd-test: path $i cut" >/dev/kmsg
-	rnbd_netem_drop "$i" on && nft_drop "$i" add || return 1
+	silence "$i" on || return 1
 	echo "rnbd-test: path $i silent" >/dev/kmsg
 	rnbd_wait 60 rnbd_path_is "$i" disconnected || rc=1
-	rnbd_netem_drop "$i" off
-	nft_drop "$i" del
+	silence "$i" off
 	echo 5000 >"$SESS/hb_interval_ms" && echo 5 >"$SESS/hb_missed_max" || rc=1
 	[ $rc -eq 0 ] || { echo "path $i still $(rnbd_path_state "$i") 60 s after the cut"; return 1; }
-	# Seconds from the start of the cut and from its end (netem, then
-	# nftables: seconds under TCG's load) to the close; a close before
-	# the end, netem alone enough, counts as 0 s after it.
+	# Seconds from the start of the cut and from its end (two rules:
+	# seconds under TCG's load) to the close; a close before the end, the
+	# first rule enough, counts as 0 s after it.
 	read -r from_start took < <(dmesg | awk -v p="rnbd-test: path $i " '
 		function t() { s = $0; sub(/^\[ */, "", s); sub(/\].*/, "", s); return s }
 		index($0, p "cut") { t0 = t(); t1 = ""; next }
@@ -622,9 +671,9 @@ test_client() {
 	ktap_check "map_device over both paths" map
 	ktap_check "both paths connected" rnbd_paths_connected
 	ktap_check "fio verify starts" io_start
-	ktap_check "$FAILOVER_CUTS cuts by netem loss 100% on the client" \
-		cuts netem "$FAILOVER_CUTS"
-	ktap_check "2 cuts by an nftables drop on the server" cuts nft 2
+	ktap_check "$FAILOVER_CUTS cuts by $CLIENT_CUT_HOW" \
+		cuts "$CLIENT_CUT" "$FAILOVER_CUTS"
+	ktap_check "2 cuts by $SERVER_CUT_HOW" cuts server 2
 	ktap_check "2 cable pulls by $(rnbd_cable_how)" cuts link 2
 	ktap_check "server: two paths, none left over" server srv_paths 2
 	ktap_check "stats: a reconnect per cut, fail-overs; reset_all clears them" \
