@@ -8,9 +8,10 @@
 # packets that reach the server), its cable pulled (QEMU set_link, where
 # rxe survives it: rnbd_cable in lib.sh), closed
 # from the client's and the server's sysfs, removed and added again; and
-# the server's guest is paused long enough for rxe to retry; then, with
-# the IO done, the client's heartbeats set to 1000 ms x 3 must close a
-# path gone silent in under 5 s.  Every fio run must pass:
+# the server's guest is paused long enough for rxe to retry.  With the
+# client's heartbeats set to 1000 ms x 3, a path gone silent must be
+# closed in under 5 s, under IO (which fails over) and idle.  Every fio
+# run must pass:
 # the IO of a cut path fails over to the other one, and the cut path comes
 # back by itself.  The figures (time to notice a cut, longest stall of the
 # disk, time to reconnect) are printed as diagnostics.  A path closed
@@ -600,12 +601,12 @@ last_path_stays() {
 }
 
 # The client's heartbeats: bad settings refused, the defaults upstream's;
-# at 1000 ms x 3, PATH (idle) gone silent both ways (netem, or the
-# server's drop_in, on what the client sends; drop_in on what it gets) is
-# closed by its heartbeats, 3
-# missed, within HB_CLOSE_S of the cut being in place by the kernel's
-# clock (at 5000 ms x 5 it would be 5 missed, after 25 s or more), and
-# connects again once it is back.
+# at 1000 ms x 3 a path gone silent both ways (netem, or the server's
+# drop_in, on what the client sends; drop_in on what it gets) is closed
+# by its heartbeats, 3 missed, within HB_CLOSE_S of the cut being in
+# place by the kernel's clock (at 5000 ms x 5 it would be 5 missed, after
+# 25 s or more), and connects again once it is back: idle, and under IO,
+# whose requests on the path then fail over.
 HB_CLOSE_S=5
 
 # silence PATH on|off: nothing passes PATH either way, or all again.
@@ -621,26 +622,39 @@ silence() {
 	drop_in "$1" "$how"
 }
 
-hb_silent_path() {
-	local i=$1 rc=0 took from_start
-
+hb_settings() {
 	rnbd_write_refused "$SESS/hb_interval_ms" 99 "Invalid argument" \
 		"hb_interval_ms: '99' is not 100 to 60000" || return 1
 	rnbd_write_refused "$SESS/hb_missed_max" 0 "Invalid argument" \
 		"hb_missed_max: '0' is not 1 to 100" || return 1
 	[ "$(cat "$SESS/hb_interval_ms") $(cat "$SESS/hb_missed_max")" = "5000 5" ] ||
 		{ echo "heartbeats $(cat "$SESS/hb_interval_ms") ms x $(cat "$SESS/hb_missed_max"), not 5000 x 5"; return 1; }
-	echo 1000 >"$SESS/hb_interval_ms" && echo 3 >"$SESS/hb_missed_max" ||
-		return 1
+}
+
+# hb_set INTERVAL_MS MISSED
+hb_set() {
+	echo "$1" >"$SESS/hb_interval_ms" && echo "$2" >"$SESS/hb_missed_max"
+}
+
+# hb_closes_silent PATH io|idle: at 1000 ms x 3, PATH silenced is closed
+# by its heartbeats within HB_CLOSE_S, and comes back; under IO, the IO
+# goes on over the other path meanwhile.  Prints the figures.
+hb_closes_silent() {
+	local i=$1 io=$2 rc=0 took from_start t0
+
+	hb_set 1000 3 || return 1
 	# The beat the old interval scheduled.
 	sleep 6
-	rnbd_path_is "$i" connected || { echo "path $i is $(rnbd_path_state "$i")"; return 1; }
+	rnbd_path_is "$i" connected || { echo "path $i is $(rnbd_path_state "$i")"; hb_set 5000 5; return 1; }
 	echo "rnbd-test: path $i cut" >/dev/kmsg
-	silence "$i" on || return 1
+	t0=$(now)
+	silence "$i" on || { hb_set 5000 5; return 1; }
 	echo "rnbd-test: path $i silent" >/dev/kmsg
 	rnbd_wait 60 rnbd_path_is "$i" disconnected || rc=1
+	[ $rc -eq 0 ] && [ "$io" = io ] && ! io_flows &&
+		{ echo "no IO completes with path $i down"; rc=1; }
 	silence "$i" off
-	echo 5000 >"$SESS/hb_interval_ms" && echo 5 >"$SESS/hb_missed_max" || rc=1
+	hb_set 5000 5 || rc=1
 	[ $rc -eq 0 ] || { echo "path $i still $(rnbd_path_state "$i") 60 s after the cut"; return 1; }
 	# Seconds from the start of the cut and from its end (two rules:
 	# seconds under TCG's load) to the close; a close before the end, the
@@ -654,14 +668,21 @@ hb_silent_path() {
 	[ -n "$took" ] ||
 		{ echo "path $i was not closed by its heartbeats:"; dmesg | tail -n 5; return 1; }
 	echo "path $i closed by its heartbeats $took s after the cut was in place ($from_start s after it began)"
+	[ "$io" = io ] && echo "longest IO stall $(stall_since "$t0") s"
 	awk -v t="$took" -v max="$HB_CLOSE_S" 'BEGIN { exit !(t < max) }' ||
 		{ echo "not within $HB_CLOSE_S s"; return 1; }
 	rnbd_wait 120 rnbd_path_is "$i" connected ||
 		{ echo "path $i did not reconnect in 120 s"; return 1; }
 }
 
+# hb_cut_under_io PATH: the bad settings refused, then PATH cut while fio
+# runs is closed by its heartbeats, and the IO fails over.
+hb_cut_under_io() {
+	hb_settings && hb_closes_silent "$1" io
+}
+
 test_client() {
-	ktap_header 26
+	ktap_header 27
 	pattern "$TOKEN" "$PATTERN"
 	rm -f "$PATTERN.written"
 	ktap_check "rxe up" rnbd_rdma_up
@@ -678,6 +699,8 @@ test_client() {
 	ktap_check "server: two paths, none left over" server srv_paths 2
 	ktap_check "stats: a reconnect per cut, fail-overs; reset_all clears them" \
 		stats_match $((FAILOVER_CUTS + 4))
+	ktap_check "heartbeats of 1000 ms x 3 close path 0 cut under IO in under $HB_CLOSE_S s, the IO fails over" \
+		hb_cut_under_io 0
 	ktap_check "path 0: disconnect, stays down, reconnect" disconnect_reconnect 0
 	ktap_check "path 1: disconnect, stays down, reconnect" disconnect_reconnect 1
 	ktap_check "path 0: server's disconnect, the client reconnects" srv_disconnect_path 0
@@ -689,7 +712,7 @@ test_client() {
 	ktap_check "remove_path refuses the last path" last_path_stays
 	ktap_check "fio: every run verified, no IO error" io_stop
 	ktap_check "heartbeats of 1000 ms x 3 close a silent path in under $HB_CLOSE_S s" \
-		hb_silent_path 1
+		hb_closes_silent 1 idle
 	server end >/dev/null 2>&1
 	ktap_check "1 MiB pattern written at $PATTERN_AT_MB MiB, read back" final_view
 	ktap_check "unmap_device normal" unmap
