@@ -3,7 +3,7 @@
  * RNBD server tracepoints, events/rnbd_srv/ in tracefs: sessions made and
  * gone and the messages of clients, by the names Linux's own server gives
  * them, so that what traces that server works with ours.
- * rnbd-srv-trace.c makes them.
+ * rnbd-srv.c makes them.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM rnbd_srv

@@ -15,6 +15,7 @@
 #include <linux/slab.h>
 
 #include "rnbd-srv.h"
+#define CREATE_TRACE_POINTS
 #include "rnbd-srv-trace.h"
 
 static u16 rnbd_srv_port = RNBD_DEFAULT_PORT;

@@ -4,7 +4,7 @@
  * (connected, failed to connect, closed, reconnected), the fail-over of its
  * requests, and its errors; and, by the names of Linux's own client, the
  * steps of its recovery.  Each names the session and the path as sysfs
- * does ("<src>@<dst>").  rtrs-clt-trace.c makes them.
+ * does ("<src>@<dst>").  rtrs-clt.c makes them.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM rtrs_clt

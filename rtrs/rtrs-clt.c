@@ -29,6 +29,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "rtrs-clt.h"
+#define CREATE_TRACE_POINTS
 #include "rtrs-clt-trace.h"
 
 /*

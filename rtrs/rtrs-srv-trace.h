@@ -4,7 +4,7 @@
  * gone, paths up and closed, connection requests refused, malformed
  * messages of clients, and the answers to requests.  A path is named as
  * its sysfs directory is ("<client address>@<server address>").
- * rtrs-srv-trace.c makes them.
+ * rtrs-srv.c makes them.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM rtrs_srv

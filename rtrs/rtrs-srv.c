@@ -25,6 +25,7 @@
 #include <rdma/ib_cm.h>
 
 #include "rtrs-srv.h"
+#define CREATE_TRACE_POINTS
 #include "rtrs-srv-trace.h"
 
 /* Session chunks: sess_queue_depth of max_chunk_size bytes each. */
