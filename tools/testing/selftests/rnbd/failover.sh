@@ -640,8 +640,9 @@ hb_set() {
 # by its heartbeats within HB_CLOSE_S, and comes back; under IO, the IO
 # goes on over the other path meanwhile.  Prints the figures.
 hb_closes_silent() {
-	local i=$1 io=$2 rc=0 took from_start t0
+	local i=$1 io=$2 rc=0 took from_start t0 name
 
+	name=$(basename "$(rnbd_path_dir "$i")") || return 1
 	hb_set 1000 3 || return 1
 	# The beat the old interval scheduled.
 	sleep 6
@@ -657,14 +658,19 @@ hb_closes_silent() {
 	hb_set 5000 5 || rc=1
 	[ $rc -eq 0 ] || { echo "path $i still $(rnbd_path_state "$i") 60 s after the cut"; return 1; }
 	# Seconds from the start of the cut and from its end (two rules:
-	# seconds under TCG's load) to the close; a close before the end, the
-	# first rule enough, counts as 0 s after it.
-	read -r from_start took < <(dmesg | awk -v p="rnbd-test: path $i " '
+	# seconds under TCG's load) to the path's close, which its heartbeats
+	# must have called for; a close before the end, the first rule
+	# enough, counts as 0 s after it.
+	read -r from_start took < <(dmesg | awk -v p="rnbd-test: path $i " \
+		-v closed="$name: closing the path" '
 		function t() { s = $0; sub(/^\[ */, "", s); sub(/\].*/, "", s); return s }
-		index($0, p "cut") { t0 = t(); t1 = ""; next }
+		index($0, p "cut") { t0 = t(); t1 = ""; hb = 0; next }
 		index($0, p "silent") { t1 = t(); next }
-		t0 != "" && /rtrs_core: .*: 3 heartbeats missed, closing the path/ {
-			printf "%.1f %.1f\n", t() - t0, t1 == "" ? 0 : t() - t1; exit }')
+		t0 != "" && /rtrs_core: .*: 3 heartbeats missed, closing the path/ { hb = 1; next }
+		t0 != "" && index($0, closed) {
+			if (hb)
+				printf "%.1f %.1f\n", t() - t0, t1 == "" ? 0 : t() - t1
+			exit }')
 	[ -n "$took" ] ||
 		{ echo "path $i was not closed by its heartbeats:"; dmesg | tail -n 5; return 1; }
 	echo "path $i closed by its heartbeats $took s after the cut was in place ($from_start s after it began)"
