@@ -198,7 +198,7 @@ static blk_status_t rnbd_clt_queue_rq(struct blk_mq_hw_ctx *hctx,
 	if (hctx->type == HCTX_TYPE_POLL)
 		rtrs_permit_set_poll_queue(iu->permit,
 					   rnbd_clt_poll_queue(hctx));
-	/* The id is sent in the epoch it is valid in: see send_msg. */
+	/* The id is sent in the epoch it is valid in: rnbd_clt_send_msg(). */
 	rcu_read_lock();
 	if (!rnbd_clt_dev_id_valid(dev)) {
 		rcu_read_unlock();
