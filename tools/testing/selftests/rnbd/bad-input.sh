@@ -263,7 +263,8 @@ sysfs_cases() {
 		"/sys/class/rnbd-server/ctl/devices/$NAME/sessions/good/force_close" 2
 	ktap_check "server disconnect refuses 0 and 'now'" bad_write \
 		disconnect "$sp/disconnect" 0 now
-	for f in rdma reconnects cpu_migration_from cpu_migration_to reset_all; do
+	for f in rdma sg_entries rdma_lat reconnects cpu_migration_from \
+		cpu_migration_to reset_all; do
 		ktap_check "client stats/$f refuses 0, 2, 'yes' and nothing" \
 			bad_write "stats/$f" "$cp/stats/$f" 0 2 yes ""
 	done
@@ -306,7 +307,7 @@ param_cases() {
 	done
 }
 
-ktap_header 58
+ktap_header 60
 setup_done() {
 	[ -n "$NAME" ] && grep -q '^rnbd_client ' /proc/modules && return 0
 	cat "$LOG.setup"
