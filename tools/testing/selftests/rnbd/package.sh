@@ -60,17 +60,42 @@ headers_back() {
 	return 0
 }
 
+# The compiler cache make check filled with the same build on the host
+# (tools/testing/dkms/ccache-fill.sh), if it names one: a copy, so that
+# the host's stays as it was; Debian's headers take it from these.
+CCACHE_ENV=()
+use_ccache() {
+	[ -d "${RNBD_TEST_CCACHE:-}" ] || return 0
+	cp -a "$RNBD_TEST_CCACHE" "$RUN/ccache" || return 1
+	CCACHE_ENV=(CCACHE_DIR="$RUN/ccache" DEBIAN_KERNEL_USE_CCACHE=1 CCACHE=ccache)
+	CCACHE_DIR=$RUN/ccache ccache --zero-stats >/dev/null
+}
+
+# ccache_report: how many of DKMS's compilations the cache served, and
+# how many it did not (each compiled here, at TCG's pace).
+ccache_report() {
+	local counts
+
+	[ ${#CCACHE_ENV[@]} -gt 0 ] || return 0
+	counts=$(CCACHE_DIR=$RUN/ccache ccache --print-stats | awk '
+		$1 ~ /_cache_hit$/ { hit += $2 } $1 == "cache_miss" { miss = $2 }
+		END { print hit + 0, miss + 0 }')
+	rnbd_log "the host's compiler cache: ${counts% *} hits, ${counts#* } compiled here"
+}
+
 # As README says.  apt cannot fetch anything in the guest, and needs
 # nothing: the package's dependencies are the test bed's own.
 install_package() {
 	local t0 status
 
+	use_ccache || return 1
 	headers_away || return 1
 	t0=$(date +%s)
-	apt-get install -y "$RNBD_TEST_DEB" >"$RUN/apt.log" 2>&1 ||
+	env "${CCACHE_ENV[@]}" apt-get install -y "$RNBD_TEST_DEB" >"$RUN/apt.log" 2>&1 ||
 		{ tail -n 20 "$RUN/apt.log"; headers_back; return 1; }
 	headers_back || return 1
 	took "$t0" "installing the package ($(du -k "$RNBD_TEST_DEB" | cut -f 1) KiB) and building for $KVER"
+	ccache_report
 	dpkg -L rnbd-dkms | sort >"$RUN/files"
 	status=$(dkms status -m rnbd -k "$KVER")
 	[[ $status == *": installed"* ]] || { echo "dkms status: $status"; return 1; }
