@@ -244,9 +244,15 @@ static void rtrs_clt_stats_reset_reconnects(struct rtrs_clt_path *path)
  * Every counter, and the path's inflight too, as upstream's reset_all
  * does: rtrs-clt.c keeps it from going below zero afterwards.
  */
+static void rtrs_clt_stats_reset_wr(struct rtrs_clt_path *path)
+{
+	rtrs_wr_stats_reset(&path->s);
+}
+
 static void rtrs_clt_stats_reset_all(struct rtrs_clt_path *path)
 {
 	rtrs_clt_stats_reset_rdma(path);
+	rtrs_clt_stats_reset_wr(path);
 	rtrs_clt_stats_reset_sg(path);
 	rtrs_clt_stats_reset_lat(path);
 	rtrs_clt_stats_reset_migr(path);
@@ -446,6 +452,21 @@ static ssize_t cpu_migration_to_store(struct kobject *kobj,
 				    rtrs_clt_stats_reset_migr);
 }
 
+/* wr_counts: "<posted> <reaped>" (rtrs_wr_stats_show()). */
+static ssize_t wr_counts_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *page)
+{
+	return rtrs_wr_stats_show(&rtrs_clt_stats_path(kobj)->s, page);
+}
+
+static ssize_t wr_counts_store(struct kobject *kobj,
+			       struct kobj_attribute *attr, const char *buf,
+			       size_t count)
+{
+	return rtrs_clt_stats_store(kobj, attr, buf, count,
+				    rtrs_clt_stats_reset_wr);
+}
+
 static ssize_t reset_all_show(struct kobject *kobj,
 			      struct kobj_attribute *attr, char *page)
 {
@@ -466,6 +487,8 @@ static struct kobj_attribute rtrs_clt_stats_sg_entries_attr =
 	__ATTR_RW_MODE(sg_entries, 0644);
 static struct kobj_attribute rtrs_clt_stats_rdma_lat_attr =
 	__ATTR_RW_MODE(rdma_lat, 0644);
+static struct kobj_attribute rtrs_clt_stats_wr_counts_attr =
+	__ATTR_RW_MODE(wr_counts, 0644);
 static struct kobj_attribute rtrs_clt_stats_reconnects_attr =
 	__ATTR_RW_MODE(reconnects, 0644);
 static struct kobj_attribute rtrs_clt_stats_migr_from_attr =
@@ -479,6 +502,7 @@ static struct attribute *rtrs_clt_stats_attrs[] = {
 	&rtrs_clt_stats_rdma_attr.attr,
 	&rtrs_clt_stats_sg_entries_attr.attr,
 	&rtrs_clt_stats_rdma_lat_attr.attr,
+	&rtrs_clt_stats_wr_counts_attr.attr,
 	&rtrs_clt_stats_reconnects_attr.attr,
 	&rtrs_clt_stats_migr_from_attr.attr,
 	&rtrs_clt_stats_migr_to_attr.attr,

@@ -376,6 +376,7 @@ static void rtrs_clt_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rtrs_clt_req *req = container_of(wc->wr_cqe,
 						struct rtrs_clt_req, inv_cqe);
 
+	rtrs_wr_reaped(cq);
 	/* On failure the path's close completes the request. */
 	if (!rtrs_clt_wc_ok(req->path, wc, "local invalidation"))
 		return;
@@ -393,7 +394,7 @@ static void rtrs_clt_local_inv(struct rtrs_clt_req *req)
 	};
 	int err;
 
-	err = ib_post_send(req->con->c.qp, &wr, NULL);
+	err = rtrs_post_send(&req->con->c, &wr);
 	if (err) {
 		rtrs_path_err_rl(&req->path->s, "%s: cannot invalidate: %d\n",
 				 req->path->name, err);
@@ -495,6 +496,7 @@ static void rtrs_clt_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rtrs_clt_path *path = to_clt_path(c->path);
 	struct rtrs_iu *iu = container_of(wc->wr_cqe, struct rtrs_iu, cqe);
 
+	rtrs_wr_reaped(cq);
 	if (!rtrs_clt_wc_ok(path, wc, "receive"))
 		return;
 	rtrs_hb_heard(&path->s);
@@ -516,11 +518,13 @@ static void rtrs_clt_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 
 static void rtrs_clt_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
+	rtrs_wr_reaped(cq);
 	rtrs_clt_wc_ok(rtrs_clt_cq_path(cq), wc, "send");
 }
 
 static void rtrs_clt_hb_done(struct ib_cq *cq, struct ib_wc *wc)
 {
+	rtrs_wr_reaped(cq);
 	rtrs_clt_wc_ok(rtrs_clt_cq_path(cq), wc, "heartbeat");
 }
 
@@ -650,7 +654,7 @@ static int rtrs_clt_post_rdma(struct rtrs_clt_req *req, unsigned int num_sge,
 				      hdr_len, DMA_TO_DEVICE);
 	if (head)
 		head->next = &wr.wr;
-	return ib_post_send(req->con->c.qp, head ?: &wr.wr, NULL);
+	return rtrs_post_send(&req->con->c, head ?: &wr.wr);
 }
 
 static void rtrs_clt_set_sge(struct ib_sge *sge, u64 addr, u32 len, u32 lkey)
@@ -1328,6 +1332,7 @@ static void rtrs_clt_info_req_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rtrs_clt_path *path = rtrs_clt_cq_path(cq);
 	struct rtrs_iu *iu = container_of(wc->wr_cqe, struct rtrs_iu, cqe);
 
+	rtrs_wr_reaped(cq);
 	rtrs_iu_free(iu, path->s.dev->ib_dev);
 	rtrs_clt_wc_ok(path, wc, "INFO_REQ");
 }
@@ -1382,6 +1387,7 @@ static void rtrs_clt_info_rsp_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rtrs_clt_path *path = rtrs_clt_cq_path(cq);
 	struct rtrs_iu *iu = container_of(wc->wr_cqe, struct rtrs_iu, cqe);
 
+	rtrs_wr_reaped(cq);
 	if (wc->status != IB_WC_SUCCESS)
 		path->info_err = -ECONNRESET;
 	else
@@ -1651,6 +1657,7 @@ void rtrs_clt_free_path(struct rtrs_clt_path *path)
 {
 	mutex_destroy(&path->setup_mutex);
 	percpu_ref_exit(&path->io_ref);
+	rtrs_wr_stats_free(&path->s);
 	rtrs_clt_stats_free(path->stats);
 	kfree(path->s.con);
 	kfree(path);
@@ -1675,6 +1682,8 @@ static struct rtrs_clt_path *rtrs_clt_alloc_path(struct rtrs_clt_sess *sess,
 	path->stats = rtrs_clt_stats_alloc();
 	if (!path->stats)
 		goto out_exit_ref;
+	if (rtrs_wr_stats_alloc(&path->s))
+		goto out_free_stats;
 	path->sess = sess;
 	strscpy(path->s.sessname, sess->sessname, sizeof(path->s.sessname));
 	memcpy(&path->s.src_addr, addr->src, sizeof(path->s.src_addr));
@@ -1694,6 +1703,8 @@ static struct rtrs_clt_path *rtrs_clt_alloc_path(struct rtrs_clt_sess *sess,
 	rtrs_clt_sysfs_init_path(path);
 	return path;
 
+out_free_stats:
+	rtrs_clt_stats_free(path->stats);
 out_exit_ref:
 	percpu_ref_exit(&path->io_ref);
 out_free_con:

@@ -13,6 +13,7 @@
 #include <linux/build_bug.h>
 #include <linux/kernel.h>
 #include <linux/limits.h>
+#include <linux/percpu.h>
 #include <linux/types.h>
 #include <linux/uuid.h>
 #include <linux/workqueue.h>
@@ -378,6 +379,7 @@ static inline enum ib_send_flags rtrs_con_sig_flags(struct rtrs_con *con)
  * @hb_missed_max: tolerated unanswered heartbeats; as @hb_interval_ms
  * @hb_last_sent: when the last heartbeat was sent
  * @hb_cur_latency: round trip of the last answered heartbeat
+ * @wr_stats: the verbs work of the path, per CPU (stats/wr_counts)
  */
 struct rtrs_path {
 	char sessname[NAME_MAX];
@@ -396,7 +398,58 @@ struct rtrs_path {
 	unsigned int hb_missed_max;
 	ktime_t hb_last_sent;
 	ktime_t hb_cur_latency;
+	struct rtrs_wr_stats __percpu *wr_stats;
 };
+
+/**
+ * struct rtrs_wr_stats - what one CPU counted of a path's verbs work
+ * @posted: work requests posted on the path's QPs, each of a chain,
+ *	    receives too
+ * @reaped: completions handed to the path's handlers, flushed ones too
+ *
+ * Written only by the CPU it belongs to, so that counting an IO's work
+ * touches no line another CPU writes.  What the path costs the HCA and its
+ * CQs per IO, for the bench; statistics, not accounting.
+ */
+struct rtrs_wr_stats {
+	u64 posted;
+	u64 reaped;
+};
+
+/* ib_post_send() of the chain @wr on @con's QP, counted if posted. */
+static inline int rtrs_post_send(struct rtrs_con *con,
+				 const struct ib_send_wr *wr)
+{
+	const struct ib_send_wr *w;
+	unsigned int n = 0;
+	int err;
+
+	for (w = wr; w; w = w->next)
+		n++;
+	err = ib_post_send(con->qp, wr, NULL);
+	if (!err)
+		this_cpu_add(con->path->wr_stats->posted, n);
+	return err;
+}
+
+/* ib_post_recv() of the one receive @wr on @con's QP, counted if posted. */
+static inline int rtrs_post_recv(struct rtrs_con *con,
+				 const struct ib_recv_wr *wr)
+{
+	int err = ib_post_recv(con->qp, wr, NULL);
+
+	if (!err)
+		this_cpu_inc(con->path->wr_stats->posted);
+	return err;
+}
+
+/* Count a completion reaped from @cq, a connection's (its context). */
+static inline void rtrs_wr_reaped(struct ib_cq *cq)
+{
+	struct rtrs_con *con = cq->cq_context;
+
+	this_cpu_inc(con->path->wr_stats->reaped);
+}
 
 struct rtrs_iu *rtrs_iu_alloc(struct ib_device *dev, size_t size,
 			      enum dma_data_direction dir, gfp_t gfp,
@@ -417,6 +470,10 @@ void rtrs_con_destroy_qp(struct rtrs_con *con);
 void rtrs_path_disconnect(struct rtrs_path *path);
 int rtrs_sysfs_write_one(const struct rtrs_path *path, const char *pathname,
 			 const char *file, const char *buf);
+int rtrs_wr_stats_alloc(struct rtrs_path *path);
+void rtrs_wr_stats_free(struct rtrs_path *path);
+ssize_t rtrs_wr_stats_show(const struct rtrs_path *path, char *buf);
+void rtrs_wr_stats_reset(struct rtrs_path *path);
 
 void rtrs_hb_init(struct rtrs_path *path, struct ib_cqe *cqe,
 		  void (*err_handler)(struct rtrs_path *path),

@@ -130,8 +130,31 @@ static ssize_t rdma_store(struct kobject *kobj, struct kobj_attribute *attr,
 
 static struct kobj_attribute rdma_attr = __ATTR_RW_MODE(rdma, 0644);
 
+/* stats/wr_counts: "<posted> <reaped>" (rtrs_wr_stats_show()); "1" resets. */
+static ssize_t wr_counts_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	return rtrs_wr_stats_show(&kobj_to_path(kobj)->s, buf);
+}
+
+static ssize_t wr_counts_store(struct kobject *kobj,
+			       struct kobj_attribute *attr, const char *buf,
+			       size_t count)
+{
+	struct rtrs_srv_path *path = kobj_to_path(kobj);
+
+	if (rtrs_sysfs_write_one(&path->s, kobject_name(kobj),
+				 "stats/wr_counts", buf))
+		return -EINVAL;
+	rtrs_wr_stats_reset(&path->s);
+	return count;
+}
+
+static struct kobj_attribute wr_counts_attr = __ATTR_RW_MODE(wr_counts, 0644);
+
 static struct attribute *rtrs_srv_stats_attrs[] = {
 	&rdma_attr.attr,
+	&wr_counts_attr.attr,
 	NULL,
 };
 

@@ -354,6 +354,7 @@ rtrs_srv_path_alloc(struct rtrs_srv_sess *srv,
 	rtrs_hb_init(&path->s, &rtrs_srv_send_cqe, rtrs_srv_hb_err,
 		     rtrs_srv_wq);
 	if (rtrs_srv_alloc_path_arrays(path, le16_to_cpu(req->cid_num)) ||
+	    rtrs_wr_stats_alloc(&path->s) ||
 	    percpu_ref_init(&path->ids_inflight, rtrs_srv_ids_done, 0,
 			    GFP_KERNEL)) {
 		kobject_put(&path->kobj);
@@ -372,6 +373,7 @@ void rtrs_srv_path_free(struct rtrs_srv_path *path)
 	if (path->srv)
 		put_device(&path->srv->dev);
 	percpu_ref_exit(&path->ids_inflight);
+	rtrs_wr_stats_free(&path->s);
 	kfree(path->ops);
 	kfree(path->mrs);
 	kfree(path->s.con);
@@ -465,6 +467,7 @@ static void rtrs_srv_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 						   struct rtrs_srv_reg_wait,
 						   cqe);
 
+	rtrs_wr_reaped(cq);
 	w->status = wc->status;
 	complete(&w->done);
 }
@@ -495,7 +498,7 @@ static int rtrs_srv_reg_batch(struct rtrs_srv_path *path,
 	}
 	wrs[n - 1].wr.wr_cqe = &w.cqe;
 	wrs[n - 1].wr.send_flags = IB_SEND_SIGNALED;
-	err = ib_post_send(path->s.con[0]->qp, &wrs[0].wr, NULL);
+	err = rtrs_post_send(path->s.con[0], &wrs[0].wr);
 	if (err)
 		return err;
 	wait_for_completion(&w.done);
@@ -748,6 +751,7 @@ static void rtrs_srv_info_req_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rtrs_srv_path *path = con_to_path(c);
 	const struct rtrs_msg_info_req *req = path->info_iu->buf;
 
+	rtrs_wr_reaped(cq);
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
 			rtrs_path_err_rl(&path->s, "INFO_REQ receive failed: %s\n",
@@ -875,7 +879,7 @@ static void rtrs_srv_prep_rereg(struct rtrs_srv_op *op,
 
 static int rtrs_srv_post_rsp(struct rtrs_srv_op *op, int errno)
 {
-	struct ib_qp *qp = op->con->c.qp;
+	struct rtrs_con *con = &op->con->c;
 	struct rtrs_srv_rsp_wrs w = {};
 	struct ib_send_wr head = {}, *tail = &head;
 
@@ -898,7 +902,7 @@ static int rtrs_srv_post_rsp(struct rtrs_srv_op *op, int errno)
 							op->need_inval));
 	rtrs_srv_chain(&tail, &w.imm);
 	rtrs_srv_free_chunk(op);
-	return ib_post_send(qp, head.next, NULL);
+	return rtrs_post_send(con, head.next);
 }
 
 /**
@@ -1023,6 +1027,7 @@ static void rtrs_srv_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rtrs_srv_path *path = con_to_path(c);
 	struct rtrs_srv_op *op = &path->ops[m - path->mrs];
 
+	rtrs_wr_reaped(cq);
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
 			rtrs_path_err_rl(&path->s, "chunk invalidation failed: %s\n",
@@ -1054,7 +1059,7 @@ static int rtrs_srv_invalidate_chunk(struct rtrs_srv_op *op)
 	};
 
 	m->inv_cqe.done = rtrs_srv_inv_done;
-	return ib_post_send(path->s.con[0]->qp, &wr, NULL);
+	return rtrs_post_send(path->s.con[0], &wr);
 }
 
 static int rtrs_srv_io_req(struct rtrs_srv_con *con, u32 payload)
@@ -1153,6 +1158,7 @@ static void rtrs_srv_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rtrs_srv_path *path = con_to_path(&con->c);
 	int err;
 
+	rtrs_wr_reaped(cq);
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
 			rtrs_path_err_rl(&path->s, "receive failed: %s\n",
@@ -1179,6 +1185,7 @@ static void rtrs_srv_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rtrs_srv_path *path = con_to_path(cq->cq_context);
 
+	rtrs_wr_reaped(cq);
 	if (wc->status == IB_WC_SUCCESS)
 		return;
 	if (wc->status != IB_WC_WR_FLUSH_ERR)

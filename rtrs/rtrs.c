@@ -147,6 +147,62 @@ int rtrs_sysfs_write_one(const struct rtrs_path *path, const char *pathname,
 }
 EXPORT_SYMBOL_GPL(rtrs_sysfs_write_one);
 
+/**
+ * rtrs_wr_stats_alloc() - zeroed verbs counts for a new path
+ * @path: the path
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int rtrs_wr_stats_alloc(struct rtrs_path *path)
+{
+	path->wr_stats = alloc_percpu(struct rtrs_wr_stats);
+	return path->wr_stats ? 0 : -ENOMEM;
+}
+EXPORT_SYMBOL_GPL(rtrs_wr_stats_alloc);
+
+void rtrs_wr_stats_free(struct rtrs_path *path)
+{
+	free_percpu(path->wr_stats);
+	path->wr_stats = NULL;
+}
+EXPORT_SYMBOL_GPL(rtrs_wr_stats_free);
+
+/**
+ * rtrs_wr_stats_show() - a path's stats/wr_counts
+ * @path: the path
+ * @buf: the sysfs page
+ *
+ * "<posted> <reaped>": the work requests posted and the completions
+ * reaped on the path's connections, summed over the CPUs.
+ *
+ * Return: the length of what was written to @buf.
+ */
+ssize_t rtrs_wr_stats_show(const struct rtrs_path *path, char *buf)
+{
+	u64 posted = 0, reaped = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		const struct rtrs_wr_stats *s = per_cpu_ptr(path->wr_stats, cpu);
+
+		posted += s->posted;
+		reaped += s->reaped;
+	}
+	return sysfs_emit(buf, "%llu %llu\n", posted, reaped);
+}
+EXPORT_SYMBOL_GPL(rtrs_wr_stats_show);
+
+/* Zero a path's wr_counts; IO racing with it may be half counted. */
+void rtrs_wr_stats_reset(struct rtrs_path *path)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(path->wr_stats, cpu), 0,
+		       sizeof(struct rtrs_wr_stats));
+}
+EXPORT_SYMBOL_GPL(rtrs_wr_stats_reset);
+
 /*
  * The RDMA devices in use by one side, each with its protection domain,
  * shared by all the paths on that device.
@@ -289,12 +345,12 @@ int rtrs_iu_post_recv(struct rtrs_con *con, struct rtrs_iu *iu)
 		.num_sge = 1,
 	};
 
-	return ib_post_recv(con->qp, &wr, NULL);
+	return rtrs_post_recv(con, &wr);
 }
 EXPORT_SYMBOL_GPL(rtrs_iu_post_recv);
 
 /* Post @wr behind the chain @head, if any. */
-static int rtrs_post_send_chain(struct ib_qp *qp, struct ib_send_wr *head,
+static int rtrs_post_send_chain(struct rtrs_con *con, struct ib_send_wr *head,
 				struct ib_send_wr *wr)
 {
 	struct ib_send_wr *tail;
@@ -306,7 +362,7 @@ static int rtrs_post_send_chain(struct ib_qp *qp, struct ib_send_wr *head,
 	} else {
 		head = wr;
 	}
-	return ib_post_send(qp, head, NULL);
+	return rtrs_post_send(con, head);
 }
 
 /**
@@ -338,7 +394,7 @@ int rtrs_iu_post_send(struct rtrs_con *con, struct rtrs_iu *iu, size_t len,
 	};
 
 	ib_dma_sync_single_for_device(dev, iu->dma_addr, len, DMA_TO_DEVICE);
-	return rtrs_post_send_chain(con->qp, head, &wr);
+	return rtrs_post_send_chain(con, head, &wr);
 }
 EXPORT_SYMBOL_GPL(rtrs_iu_post_send);
 
@@ -349,7 +405,7 @@ int rtrs_post_recv_empty(struct rtrs_con *con, struct ib_cqe *cqe)
 		.wr_cqe = cqe,
 	};
 
-	return ib_post_recv(con->qp, &wr, NULL);
+	return rtrs_post_recv(con, &wr);
 }
 EXPORT_SYMBOL_GPL(rtrs_post_recv_empty);
 
@@ -379,7 +435,7 @@ int rtrs_post_write_imm_empty(struct rtrs_con *con, struct ib_cqe *cqe,
 		},
 	};
 
-	return rtrs_post_send_chain(con->qp, head, &wr.wr);
+	return rtrs_post_send_chain(con, head, &wr.wr);
 }
 EXPORT_SYMBOL_GPL(rtrs_post_write_imm_empty);
 

@@ -919,6 +919,11 @@ struct bad_path *bad_path_alloc(const struct bad_target *t,
 	p = kzalloc(sizeof(*p), GFP_KERNEL);
 	if (!p)
 		return NULL;
+	/* rtrs.c's posts count in it, as in any path. */
+	if (rtrs_wr_stats_alloc(&p->s)) {
+		kfree(p);
+		return NULL;
+	}
 	p->t = t;
 	strscpy(p->s.sessname, sessname, sizeof(p->s.sessname));
 	memcpy(&p->s.src_addr, t->addr.src, sizeof(p->s.src_addr));
@@ -1013,5 +1018,6 @@ void bad_path_free(struct bad_path *p)
 		ib_dealloc_pd(p->dev.pd);
 	}
 	kfree(p->chunks);
+	rtrs_wr_stats_free(&p->s);
 	kfree(p);
 }

@@ -213,7 +213,8 @@ second_without_path() {
 
 # bad_write NAME FILE VALUE...: each VALUE refused with EINVAL and a line
 # of the kernel log that names NAME and quotes VALUE (neither has a
-# character special to grep -E); FILE reads the same after.
+# character special to grep -E); FILE reads the same after, or, for
+# wr_counts, which the heartbeats move, no less than before (not reset).
 bad_write() {
 	local name=$1 file=$2 before v
 
@@ -221,9 +222,23 @@ bad_write() {
 	before=$(cat "$file")
 	for v in "$@"; do
 		refused "$EINVAL" "$file" "$v" "$name.*'$v'" || return 1
-		[ "$(cat "$file")" = "$before" ] ||
-			{ echo "$file changed: $(cat "$file")"; return 1; }
+		if [ "${file##*/}" = wr_counts ]; then
+			not_less "$before" "$(cat "$file")" ||
+				{ echo "$file went from $before to $(cat "$file")"; return 1; }
+		elif [ "$(cat "$file")" != "$before" ]; then
+			echo "$file changed: $(cat "$file")"
+			return 1
+		fi
 	done
+}
+
+# not_less "A B" "C D": C >= A and D >= B.
+not_less() {
+	local a b c d
+
+	read -r a b <<<"$1"
+	read -r c d <<<"$2"
+	[ "$c" -ge "$a" ] && [ "$d" -ge "$b" ]
 }
 
 srv_path() {
@@ -263,13 +278,15 @@ sysfs_cases() {
 		"/sys/class/rnbd-server/ctl/devices/$NAME/sessions/good/force_close" 2
 	ktap_check "server disconnect refuses 0 and 'now'" bad_write \
 		disconnect "$sp/disconnect" 0 now
-	for f in rdma sg_entries rdma_lat reconnects cpu_migration_from \
-		cpu_migration_to reset_all; do
+	for f in rdma sg_entries rdma_lat wr_counts reconnects \
+		cpu_migration_from cpu_migration_to reset_all; do
 		ktap_check "client stats/$f refuses 0, 2, 'yes' and nothing" \
 			bad_write "stats/$f" "$cp/stats/$f" 0 2 yes ""
 	done
 	ktap_check "server stats/rdma refuses 0 and 'reset'" bad_write stats/rdma \
 		"$sp/stats/rdma" 0 reset
+	ktap_check "server stats/wr_counts refuses 0 and 'reset'" bad_write \
+		stats/wr_counts "$sp/stats/wr_counts" 0 reset
 	ktap_check "reconnect_timeout refuses -1, 86401, 'soon' and nothing" \
 		bad_write reconnect_timeout \
 		/sys/module/rnbd_client/parameters/reconnect_timeout \
@@ -307,7 +324,7 @@ param_cases() {
 	done
 }
 
-ktap_header 60
+ktap_header 61
 setup_done() {
 	[ -n "$NAME" ] && grep -q '^rnbd_client ' /proc/modules && return 0
 	cat "$LOG.setup"

@@ -7,8 +7,10 @@
 # requests and bytes the block layer counted, each path the same as the
 # server's stats/rdma of that path; its sg_entries and rdma_lat count each
 # of those requests once, by its sg entries and by its latency, whose
-# maximum is in the slowest row; the CPU migrations add up; each stats
-# file resets on "1", reset_all resets them all.  The tracepoints of both
+# maximum is in the slowest row; the work requests posted and completions
+# reaped of each path, on both sides, are within what the protocol does
+# per request; the CPU migrations add up; each stats file resets on "1",
+# reset_all resets them all.  The tracepoints of both
 # sides fire as the paths come up and go, as the server answers each
 # message, and as the client recovers a path the server closed; those
 # Linux's own RTRS and RNBD have fire under its names.
@@ -27,23 +29,25 @@ FIO_IO="randwrite:4k:2M write:64k:2M randread:4k:2M read:64k:2M"
 
 # The server's side.
 
-# srv_reset: every path's stats/rdma reset, and reads as zero.
+# srv_reset: every path's stats/rdma and wr_counts reset, and read as
+# zero.
 srv_reset() {
 	local p
 
-	for p in "$SRV_PATHS"/*/stats/rdma; do
-		echo 1 >"$p" || return 1
-		[ "$(cat "$p")" = "0 0 0 0" ] ||
-			{ echo "$p: $(cat "$p") after reset"; return 1; }
+	for p in "$SRV_PATHS"/*/stats; do
+		echo 1 >"$p/rdma" && echo 1 >"$p/wr_counts" || return 1
+		[ "$(cat "$p/rdma")" = "0 0 0 0" ] ||
+			{ echo "$p/rdma: $(cat "$p/rdma") after reset"; return 1; }
+		wr_zeroed "$p/wr_counts" || return 1
 	done
 }
 
-# srv_stats: "<path> <rdma>" for each path.
+# srv_stats: "<path> <rdma> <wr_counts>" for each path.
 srv_stats() {
 	local p
 
 	for p in "$SRV_PATHS"/*; do
-		echo "$(basename "$p") $(cat "$p/stats/rdma")"
+		echo "$(basename "$p") $(cat "$p/stats/rdma") $(cat "$p/stats/wr_counts")"
 	done
 }
 
@@ -176,13 +180,27 @@ stats_files() {
 		per_cpu "$s/cpu_migration_from" && per_cpu "$s/cpu_migration_to" ||
 			return 1
 		sg_rows "$s/sg_entries" && lat_rows "$s/rdma_lat" || return 1
+		[[ "$(cat "$s/wr_counts")" =~ ^[0-9]+\ [0-9]+$ ]] ||
+			{ echo "$s/wr_counts: '$(cat "$s/wr_counts")'"; return 1; }
 		[ "$(cat "$s/reset_all")" = "echo 1 to reset all statistics" ] ||
 			{ echo "$s/reset_all: '$(cat "$s/reset_all")'"; return 1; }
 	done
 }
 
-# zeroed PATHDIR [rdma|sg|lat|migr|reconnects|all]: those counters read
-# zero.
+# wr_zeroed FILE: a wr_counts just reset: zero, but for the heartbeat
+# that may have been exchanged since (two work requests and completions).
+wr_zeroed() {
+	local posted reaped
+
+	read -r posted reaped <"$1"
+	if [ "$posted" -gt 2 ] || [ "$reaped" -gt 2 ]; then
+		echo "$1: $posted $reaped after reset"
+		return 1
+	fi
+}
+
+# zeroed PATHDIR [rdma|sg|lat|wr|migr|reconnects|all]: those counters
+# read zero.
 zeroed() {
 	local s=$1/stats what=${2:-all} z
 
@@ -199,6 +217,9 @@ zeroed() {
 	if [ "$what" = lat ] || [ "$what" = all ]; then
 		! grep -qv ': 0 0$' "$s/rdma_lat" ||
 			{ echo "$s/rdma_lat:"; cat "$s/rdma_lat"; return 1; }
+	fi
+	if [ "$what" = wr ] || [ "$what" = all ]; then
+		wr_zeroed "$s/wr_counts" || return 1
 	fi
 	if [ "$what" = migr ] || [ "$what" = all ]; then
 		if [ "$(cat "$s/cpu_migration_from")" != "$z" ] ||
@@ -330,22 +351,64 @@ by_sg_and_lat() {
 	done
 }
 
+# The server's srv_stats, for wr_counted after same_as_server (ktap_check
+# runs each in a subshell).
+SRV_STATS=/tmp/rnbd-stats.srv
+
 # same_as_server: each path counted what the server counted on it.
 same_as_server() {
 	local p name r s n=0 srv
 
 	rnbd_sync_put srv-stats
 	srv=$(rnbd_sync_wait srv-stats-done 60) || return 1
+	echo "$srv" >"$SRV_STATS"
 	echo "server: $srv"
 	for p in "$SESS/paths"/*; do
 		name=$(basename "$p")
 		read -ra r <"$p/stats/rdma"
-		s=$(grep "^$name " <<<"$srv" | cut -d' ' -f2-)
+		s=$(grep "^$name " <<<"$srv" | cut -d' ' -f2-5)
 		[ "$s" = "${r[*]:0:4}" ] ||
 			{ echo "$name: ${r[*]:0:4} here, '$s' on the server"; return 1; }
 		n=$((n + 1))
 	done
 	[ "$n" -eq "$RNBD_NR_PATHS" ]
+}
+
+# wr_within SIDE REQUESTS POSTED REAPED: a side's wr_counts of a path
+# within what the protocol does for REQUESTS requests.  Each takes at least
+# two work requests on either side (the client's request and the receive
+# it reposts for the response, the server's response and the receive it
+# reposts for the next request) and at most six (with an MR registered for
+# the data, an invalidation, the server's RDMA WRITE of read data and its
+# re-registration); a receive's completion on either side is reaped for
+# each, and no side reaps more than it posted.  The heartbeats of both
+# sides (every 5 s, two work requests and one or two completions each on
+# either side) come on top.
+wr_within() {
+	local side=$1 n=$2 posted=$3 reaped=$4 slack=100
+
+	echo "  $side: $posted posted, $reaped reaped" \
+		"($(awk -v a="$posted" -v b="$reaped" -v n="$n" \
+			'BEGIN { printf "%.2f and %.2f per request", a / n, b / n }'))"
+	[ "$posted" -ge $((2 * n)) ] && [ "$posted" -le $((6 * n + slack)) ] &&
+		[ "$reaped" -ge "$n" ] && [ "$reaped" -le $((posted + slack)) ]
+}
+
+# wr_counted: each path's wr_counts on both sides against its requests.
+wr_counted() {
+	local p name r w s rc=0
+
+	for p in "$SESS/paths"/*; do
+		name=$(basename "$p")
+		read -ra r <"$p/stats/rdma"
+		read -ra w <"$p/stats/wr_counts"
+		read -ra s <<<"$(grep "^$name " "$SRV_STATS" | cut -d' ' -f6-)"
+		echo "$name: $((r[0] + r[2])) requests"
+		[ $((r[0] + r[2])) -gt 0 ] && [ ${#s[@]} -eq 2 ] || return 1
+		wr_within client $((r[0] + r[2])) "${w[0]}" "${w[1]}" || rc=1
+		wr_within server $((r[0] + r[2])) "${s[0]}" "${s[1]}" || rc=1
+	done
+	return $rc
 }
 
 # migrations: the numbers per CPU, as many to as from.
@@ -418,7 +481,7 @@ round_robin() {
 }
 
 test_client() {
-	ktap_header 27
+	ktap_header 29
 	ktap_check "rxe up" rnbd_rdma_up
 	# Not through ktap_check: its subshell would lose SERVER_*.
 	server_ready >/dev/null 2>&1
@@ -441,11 +504,14 @@ test_client() {
 		same_as_server
 	ktap_check "stats/sg_entries and rdma_lat: each request once, by entries and by latency" \
 		by_sg_and_lat
+	ktap_check "stats/wr_counts of both sides: the protocol's work per request" \
+		wr_counted
 	ktap_check "stats/cpu_migration_from and _to add up" migrations
 	ktap_check "stats/rdma resets on 1, of its path only" reset_one rdma rdma
 	fio_io >/dev/null 2>&1
 	ktap_check "stats/sg_entries resets on 1" reset_one sg_entries sg
 	ktap_check "stats/rdma_lat resets on 1" reset_one rdma_lat lat
+	ktap_check "stats/wr_counts resets on 1" reset_one wr_counts wr
 	ktap_check "stats/cpu_migration_to resets both migration files" \
 		reset_one cpu_migration_to migr
 	ktap_check "stats/reconnects resets on 1" reset_one reconnects reconnects
