@@ -30,6 +30,8 @@
 #   BENCH_NULLB_MB      size of the server's null_blk (1024)
 #   BENCH_BRD_MB        size of its brd ram disk (256)
 #   BENCH_SRV_PARAMS    rtrs-server parameters of both RNBD servers
+#   BENCH_MTU           the test bed's RDMA MTU, 4096 (default, as RoCE
+#                       fabrics are set up) or 1024; real hosts keep theirs
 #   BENCH_SERVER_SSH    real hosts: the server, as ssh reaches it
 #   BENCH_SERVER_ADDRS, BENCH_CLIENT_ADDRS
 #                       real hosts: the RDMA addresses of each path, in
@@ -51,7 +53,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 : "${BENCH_OUT:=$RNBD_SHARE/bench}" "${BENCH_NULLB_MB:=1024}"
 : "${BENCH_BRD_MB:=256}" "${BENCH_SRV_PARAMS:=sess_queue_depth=128}"
 : "${BENCH_SERVER_SSH:=}" "${BENCH_SERVER_ADDRS:=}" "${BENCH_CLIENT_ADDRS:=}"
-: "${BENCH_OURS_DIR:=}" "${RNBD_UPSTREAM_MODULES:=}"
+: "${BENCH_OURS_DIR:=}" "${RNBD_UPSTREAM_MODULES:=}" "${BENCH_MTU:=4096}"
 
 STATE=/run/rnbd-bench
 NULLB=benchnull
@@ -129,14 +131,67 @@ bounded() {
 	reap $! "$secs"
 }
 
-# cpu_snap: "uptime_ms busy_ticks": the CPU time, in USER_HZ ticks, all
-# CPUs spent on anything but idle and iowait since boot.
-cpu_snap() {
-	local u n s irq sirq st
+# rdma_counts: ",pkts_tx=N,pkts_rx=N[,sends=N,recvs=N]": the packets
+# every RDMA port of this host sent and received since it came, and the
+# SENDs completed and the RECVs (and RDMA WRITEs with immediate) received
+# where the device counts them (Soft-RoCE's hw_counters; an InfiniBand
+# port's counters give the packets only).  Nothing where there is neither.
+rdma_counts() {
+	local p v tx=0 rx=0 sends=0 recvs=0 how=
+
+	for p in /sys/class/infiniband/*/ports/*; do
+		if [ -r "$p/hw_counters/sent_pkts" ]; then
+			how=rxe
+			read -r v <"$p/hw_counters/sent_pkts" && tx=$((tx + v))
+			read -r v <"$p/hw_counters/rcvd_pkts" && rx=$((rx + v))
+			read -r v <"$p/hw_counters/rdma_sends" && sends=$((sends + v))
+			read -r v <"$p/hw_counters/rdma_recvs" && recvs=$((recvs + v))
+		elif [ -r "$p/counters/port_xmit_packets" ]; then
+			how=${how:-ib}
+			read -r v <"$p/counters/port_xmit_packets" && tx=$((tx + v))
+			read -r v <"$p/counters/port_rcv_packets" && rx=$((rx + v))
+		fi
+	done
+	[ -n "$how" ] || return 0
+	printf ',pkts_tx=%d,pkts_rx=%d' $tx $rx
+	[ "$how" = ib ] || printf ',sends=%d,recvs=%d' $sends $recvs
+}
+
+# wr_counts: ",wrs=N,wcs=N": the work requests our RTRS posted and the
+# completions it reaped on every path of this host, client's and server's
+# (stats/wr_counts); nothing where ours is not loaded.
+wr_counts() {
+	local f p r wrs=0 wcs=0 found=
+
+	for f in /sys/class/rtrs-client/*/paths/*/stats/wr_counts \
+		/sys/class/rtrs-server/*/paths/*/stats/wr_counts; do
+		read -r p r 2>/dev/null <"$f" || continue
+		wrs=$((wrs + p))
+		wcs=$((wcs + r))
+		found=1
+	done
+	[ -z "$found" ] || printf ',wrs=%d,wcs=%d' $wrs $wcs
+}
+
+# counts_snap: "MS,TICKS,NAME=N,...", one word: the uptime in ms; the CPU
+# time, in USER_HZ ticks, all CPUs spent on anything but idle and iowait
+# since boot; and what else the report divides by the IOs: the context
+# switches, interrupts and softirqs since boot (/proc/stat) and
+# rdma_counts and wr_counts.  Builtins only, in the three forks of this
+# shell the $(...) make: the reading counts in the CPU it measures.
+counts_snap() {
+	local k a b c f g h busy=0 ctxt=0 intr=0 sirq=0
 
 	# cpu user nice system idle iowait irq softirq steal ...
-	read -r _ u n s _ _ irq sirq st _ </proc/stat
-	echo "$(now_ms) $((u + n + s + irq + sirq + st))"
+	while read -r k a b c _ _ f g h _; do
+		case $k in
+		cpu) busy=$((a + b + c + f + g + h)) ;;
+		intr) intr=$a ;;
+		ctxt) ctxt=$a ;;
+		softirq) sirq=$a ;;
+		esac
+	done </proc/stat
+	echo "$(now_ms),$busy,ctxt=$ctxt,intr=$intr,softirq=$sirq$(rdma_counts)$(wr_counts)"
 }
 
 # bench_addr N ROLE: ROLE's address of path N; on real hosts the lists
@@ -164,9 +219,22 @@ nr_paths() {
 	fi
 }
 
-# The test bed's paths are Soft-RoCE; real hosts have their RDMA up.
+# The test bed's paths are Soft-RoCE, at BENCH_MTU: Soft-RoCE takes the
+# largest RDMA MTU that fits in its netdev's MTU with the headers, 4096 in
+# 9000 and 1024 in 1500, and a connection the smaller of its two ends'.
+# Real hosts have their RDMA up, at the MTU their admin set.
 rdma_up() {
+	local i mtu
+
 	[ -n "$BENCH_SERVER_ADDRS" ] && return 0
+	case $BENCH_MTU in
+	4096) mtu=9000 ;;
+	1024) mtu=1500 ;;
+	*) echo "BENCH_MTU=$BENCH_MTU: 4096 or 1024"; return 1 ;;
+	esac
+	for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
+		ip link set dev "$(rnbd_path_netdev "$i")" mtu $mtu || return 1
+	done
 	rnbd_rdma_up
 }
 
@@ -327,7 +395,7 @@ srv_do() {
 	setup) srv_setup ;;
 	teardown) srv_teardown ;;
 	facts) facts server ;;
-	stat) cpu_snap ;;
+	stat) counts_snap ;;
 	rnbd-up) srv_rnbd_up "$@" ;;
 	rnbd-down) srv_rnbd_down ;;
 	nvmet-up) srv_nvmet_up ;;
@@ -433,15 +501,16 @@ io_start() {
 
 # run_fio DIR TAG DEV SPEC SIDE: one fio job on DEV, SPEC "rw:bs:iodepth:
 # numjobs:ioengine", for BENCH_WARMUP + BENCH_RUNTIME s, its JSON output
-# and errors left in DIR/TAG.json and .err.  The CPU of this side (SIDE:
-# "client" or "server") and, on the client, of the server too, is read a
-# little after the warm-up and a little before the end.  Prints "RC" and
-# the readings, "MS TICKS" each, this side's two then the server's.
+# and errors left in DIR/TAG.json and .err.  The CPU and the counts of
+# this side (SIDE: "client" or "server") and, on the client, of the
+# server too, are read a little after the warm-up and a little before the
+# end.  Prints "RC" and the readings (counts_snap), this side's two then
+# the server's ("-" each on the server).
 # Nothing in the guests reads fio's figures but for a line of progress:
 # Python starts in seconds under TCG; report.py reads them on the host.
 run_fio() {
 	local dir=$1 tag=$2 dev=$3 spec=$4 side=$5 rw bs qd nj eng t0 edge
-	local a b pa='- -' pb='- -' pid rc ios0
+	local a b pa=- pb=- pid rc ios0
 
 	IFS=: read -r rw bs qd nj eng <<<"$spec"
 	mkdir -p "$dir" && nap_setup || return 1
@@ -460,10 +529,10 @@ run_fio() {
 	# time counts from its first IO.
 	t0=$(io_start "$dev" "$ios0" "$pid")
 	nap_until $((t0 + BENCH_WARMUP * 1000 + edge))
-	a=$(cpu_snap)
+	a=$(counts_snap)
 	[ "$side" = client ] && pa=$(ask stat | tail -n1)
 	nap_until $((t0 + (BENCH_WARMUP + BENCH_RUNTIME) * 1000 - edge))
-	b=$(cpu_snap)
+	b=$(counts_snap)
 	[ "$side" = client ] && pb=$(ask stat | tail -n1)
 	# IO that never completes must not stop the run.
 	reap "$pid" $((BENCH_WARMUP + BENCH_RUNTIME + 60))

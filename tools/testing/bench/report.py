@@ -12,7 +12,12 @@
 
 CPU per IO is the busy CPU time of a side (/proc/stat: all but idle and
 iowait, every CPU), per second of the counted part of the run, divided by
-the IOs per second fio counted: microseconds of CPU per IO.
+the IOs per second fio counted: microseconds of CPU per IO.  The counts
+per IO are taken the same way, for each side: the packets its RDMA ports
+sent and received, the SENDs they completed and the RECVs they received
+(Soft-RoCE's hw_counters), its interrupts, softirqs and context switches
+(/proc/stat).  Each side's counts are all of that host's, the bench's
+traffic and what else ran.
 """
 
 import argparse
@@ -49,25 +54,63 @@ TARGETS = [
      "ours-1p", "ours-1p-noinval", "iops", "ge", 0.90),
 ]
 
+# What bench.sh's counts_snap reads besides the CPU, as the report names
+# them; a side's count per IO is "clt_NAME_per_io" or "srv_NAME_per_io".
+COUNTS = [("pkts_tx", "pkts out"), ("pkts_rx", "pkts in"),
+          ("sends", "SENDs"), ("recvs", "RECVs"), ("wrs", "WRs"),
+          ("wcs", "CQEs"), ("intr", "intr"), ("softirq", "softirq"),
+          ("ctxt", "ctxt")]
+# The totals per IO the chart and the ratios show, each a sum of counts
+# of the sides: the packets on the wire (the client's, out and in); the
+# messages, each counted once where it took a RECV (a SEND, or an RDMA
+# WRITE with immediate); our RTRS's work requests posted and completions
+# reaped (its stats/wr_counts: ours only); interrupts, softirqs, context
+# switches of both.
+BOTH = ("clt", "srv")
+TOTALS = [("pkts", [("clt", "pkts_tx"), ("clt", "pkts_rx")]),
+          ("msgs", [(s, "recvs") for s in BOTH]),
+          ("wrs", [(s, "wrs") for s in BOTH]),
+          ("wcs", [(s, "wcs") for s in BOTH]),
+          ("intr", [(s, "intr") for s in BOTH]),
+          ("softirq", [(s, "softirq") for s in BOTH]),
+          ("ctxt", [(s, "ctxt") for s in BOTH])]
+
 METRICS = ["iops", "mib_s", "lat_mean_us", "lat_p99_us",
            "clt_cpu_us_per_io", "srv_cpu_us_per_io",
-           "clt_cpu_busy", "srv_cpu_busy"]
+           "clt_cpu_busy", "srv_cpu_busy"] + \
+    [f"{s}_{c}_per_io" for s in BOTH for c, _ in COUNTS] + \
+    [f"{t}_per_io" for t, _ in TOTALS]
 
 
-def busy_rate(reading, hz):
-    """CPU seconds per second between two readings, "MS TICKS MS TICKS"."""
-    if len(reading) != 4 or not all(x.isdigit() for x in reading):
+def parse_snap(word):
+    """bench.sh's counts_snap, "MS,TICKS,NAME=N,...", as (ms, ticks,
+    {name: n}); None for "-" or a word that is not one."""
+    f = word.split(",")
+    if len(f) < 2 or not all(x.isdigit() for x in f[:2]):
         return None
-    t0, b0, t1, b1 = (int(x) for x in reading)
-    if t1 <= t0:
+    counts = {}
+    for kv in f[2:]:
+        k, _, v = kv.partition("=")
+        if v.isdigit():
+            counts[k] = int(v)
+    return int(f[0]), int(f[1]), counts
+
+
+def side_rates(a, b, hz):
+    """Between two snaps: the CPUs kept busy, and each count per second;
+    None where the snaps are missing or out of order."""
+    a, b = parse_snap(a), parse_snap(b)
+    if not a or not b or b[0] <= a[0]:
         return None
-    return (b1 - b0) / hz / ((t1 - t0) / 1000)
+    secs = (b[0] - a[0]) / 1000
+    rates = {k: (b[2][k] - a[2][k]) / secs for k in a[2] if k in b[2]}
+    return (b[1] - a[1]) / hz / secs, rates
 
 
-def fio_figures(path, fio_rc, side, cpu, peer_cpu, hz):
+def fio_figures(path, fio_rc, side, snaps, peer_snaps, hz):
     """The record of one fio job, or why there is none: its JSON output
-    (and next to it, .err, what it wrote to stderr), the CPU readings of
-    its side and, for the client, the server's."""
+    (and next to it, .err, what it wrote to stderr), the two counts_snap
+    of its side and, for the client, the server's."""
     try:
         with open(path + ".json") as f:
             job = json.load(f)["jobs"][0]
@@ -96,15 +139,23 @@ def fio_figures(path, fio_rc, side, cpu, peer_cpu, hz):
         "fio_error": job.get("error", 0) or int(fio_rc),
     }
     rates = {"client": None, "server": None}
-    rates[side] = busy_rate(cpu, hz)
+    rates[side] = side_rates(*snaps, hz)
     if side == "client":
-        rates["server"] = busy_rate(peer_cpu, hz)
-    for side, rate in rates.items():
+        rates["server"] = side_rates(*peer_snaps, hz)
+    for side, r in rates.items():
         short = {"client": "clt", "server": "srv"}[side]
-        rec[f"{short}_cpu_busy"] = rate
-        rec[f"{short}_cpu_us_per_io"] = (rate / iops * 1e6
-                                         if rate is not None and iops
+        busy, per_s = r if r else (None, {})
+        rec[f"{short}_cpu_busy"] = busy
+        rec[f"{short}_cpu_us_per_io"] = (busy / iops * 1e6
+                                         if busy is not None and iops
                                          else None)
+        for c, _ in COUNTS:
+            rec[f"{short}_{c}_per_io"] = (per_s[c] / iops
+                                          if c in per_s and iops else None)
+    # A total with a count missing is missing.
+    for t, parts in TOTALS:
+        vals = [rec[f"{sd}_{c}_per_io"] for sd, c in parts]
+        rec[f"{t}_per_io"] = (sum(vals) if None not in vals else None)
     if not ios:
         rec["error"] = "fio did no IO"
     elif rec["fio_error"]:
@@ -138,18 +189,17 @@ def stats(values):
 
 def read_runs(folder, hz):
     """The records of runs.txt, a line per job the client ran:
-    "job ROUND CONFIG SPEC SIDE TAG RC A_MS A_TICKS B_MS B_TICKS
-    PA_MS PA_TICKS PB_MS PB_TICKS" (the peer's "-" on the server) or
-    "error ROUND CONFIG SPEC WHY"."""
+    "job ROUND CONFIG SPEC SIDE TAG RC A B PA PB", counts_snap words (the
+    peer's "-" on the server), or "error ROUND CONFIG SPEC WHY"."""
     recs = []
     with open(os.path.join(folder, "runs.txt")) as f:
         for line in f:
             w = line.split()
             if len(w) < 4:
                 continue
-            if w[0] == "job" and len(w) == 15 and w[6].isdigit():
+            if w[0] == "job" and len(w) == 11 and w[6].isdigit():
                 rec = fio_figures(os.path.join(folder, "fio", w[5]), w[6],
-                                  w[4], w[7:11], w[11:15], hz)
+                                  w[4], w[7:9], w[9:11], hz)
             elif w[0] == "error":
                 rec = {"error": " ".join(w[4:])}
             else:
@@ -290,6 +340,43 @@ def table(jobs, configs, cells):
     return lines
 
 
+def pair(c, name):
+    """A count per IO of both sides, as "client/server"."""
+    return f"{mean(c[f'clt_{name}_per_io'])}/{mean(c[f'srv_{name}_per_io'])}"
+
+
+def counts_table(jobs, configs, cells):
+    """Per job and configuration, the counts per IO (means of the
+    rounds), and the totals' ratios to NVMe-oF's."""
+    head = (f"{'configuration':<20} {'pkts out/in':>13} {'msgs':>6} "
+            f"{'WRs clt/srv':>13} {'CQEs clt/srv':>13} "
+            f"{'intr clt/srv':>14} {'softirq clt/srv':>16} "
+            f"{'ctxt clt/srv':>14}   x nvme: {'pkts':>5} {'msgs':>5} "
+            f"{'intr':>5} {'ctxt':>5}")
+    lines = []
+    for job in jobs:
+        lines += ["", f"{job_label(job)}: counts per IO", head]
+        for cfg in configs:
+            c = cells.get((job, cfg))
+            if not c or cfg.startswith("local-"):
+                continue
+            if not c["rounds_measured"]:
+                lines.append(f"{cfg:<20} not measured")
+                continue
+            r = c["ratios"]["nvmeof"]
+            pkts = (f"{mean(c['clt_pkts_tx_per_io'])}/"
+                    f"{mean(c['clt_pkts_rx_per_io'])}")
+            lines.append(
+                f"{cfg:<20} {pkts:>13} "
+                f"{mean(c['msgs_per_io']):>6} {pair(c, 'wrs'):>13} "
+                f"{pair(c, 'wcs'):>13} {pair(c, 'intr'):>14} "
+                f"{pair(c, 'softirq'):>16} {pair(c, 'ctxt'):>14}   "
+                f"{'':>7} {rfmt(r['pkts_per_io']):>5} "
+                f"{rfmt(r['msgs_per_io']):>5} {rfmt(r['intr_per_io']):>5} "
+                f"{rfmt(r['ctxt_per_io']):>5}")
+    return lines
+
+
 def targets(cells):
     out = []
     for what, job, cfg, ref, metric, test, bound in TARGETS:
@@ -343,40 +430,78 @@ def setup_lines(facts):
     return lines
 
 
-def chart(folder, jobs, configs, cells):
-    """IOPS per configuration (mean, min-max bars), a panel per job."""
+def rdma_mtu(facts):
+    """The RDMA MTU of the paths, as the facts of both sides give it."""
+    mtus = sorted({v.split("active_mtu ")[1].split()[0]
+                   for k, v in facts.items()
+                   if k.endswith(".rdma") and "active_mtu " in v},
+                  key=lambda m: int(m) if m.isdigit() else 0)
+    return " and ".join(mtus) if mtus else "unknown"
+
+
+def chart(folder, jobs, configs, cells, facts):
+    """A row per job: the RDMA configurations' IOPS on a linear scale
+    (mean, min-max bars; the local null_blk's in the title), and their
+    counts per IO; a configuration not measured is marked so."""
     gnuplot = shutil.which("gnuplot")
     if not gnuplot:
         return "no gnuplot: no chart (apt-get install gnuplot-nox)"
+    rdma = [c for c in configs if not c.startswith("local-")]
+    if not rdma:
+        return "no RDMA configuration: no chart"
     data = os.path.join(folder, "chart.dat")
     png = os.path.join(folder, "bench.png")
     with open(data, "w") as f:
         for job in jobs:
             f.write(f"# {job_label(job)}\n")
-            for cfg in configs:
-                s = (cells.get((job, cfg)) or {}).get("iops")
+            for cfg in rdma:
+                c = cells.get((job, cfg)) or {}
+                s = c.get("iops")
                 f.write(f'"{cfg}" ' + (f'{s["mean"]} {s["min"]} {s["max"]}'
-                                       if s else "NaN NaN NaN") + "\n")
+                                       if s else "NaN NaN NaN"))
+                for t, _ in TOTALS:
+                    v = c.get(f"{t}_per_io")
+                    f.write(f" {v['mean']}" if v else " NaN")
+                f.write("\n")
             f.write("\n\n")
-    cols = 3 if len(jobs) > 4 else 2 if len(jobs) > 1 else 1
-    rows = (len(jobs) + cols - 1) // cols
     script = [
-        f"set terminal pngcairo noenhanced size {560 * cols},{380 * rows} "
+        f"set terminal pngcairo noenhanced size 1200,{400 * len(jobs)} "
         "font 'sans,9'",
         f"set output '{png}'",
-        f"set multiplot layout {rows},{cols} title "
-        "'make bench: IOPS, log scale (mean of the rounds, bars min-max)'",
-        "set style data histograms",
-        "set style histogram errorbars gap 1 lw 1",
+        f"set multiplot layout {len(jobs)},2 title 'make bench: mean of "
+        "the rounds (bars: min-max), RDMA MTU "
+        f"{rdma_mtu(facts)}'",
         "set style fill solid 0.6 border -1",
         "set xtics rotate by -40 left nomirror",
-        "set logscale y", "set grid ytics", "unset key",
-        "set bmargin 7",
+        "set grid ytics", "set yrange [0:*]", "set bmargin 7",
     ]
     for i, job in enumerate(jobs):
-        script += [f"set title '{job_label(job)}'",
-                   f"plot '{data}' index {i} using 2:3:4:xtic(1) "
-                   "linecolor rgb '#4477aa'"]
+        local = (cells.get((job, LOCAL)) or {}).get("iops")
+        note = (f", local null_blk {local['mean']:.0f}" if local else "")
+        missing = [n for n, cfg in enumerate(rdma)
+                   if not (cells.get((job, cfg)) or {}).get("iops")]
+        script += ["unset label"]
+        script += [f"set label 'not measured' at {n},0 rotate by 90 "
+                   "left offset 0,0.5 front" for n in missing]
+        script += [
+            "set style data histograms",
+            "set style histogram errorbars gap 1 lw 1", "unset key",
+            "set offsets 0, 0, 0, 0",
+            f"set title '{job_label(job)}: IOPS{note}'",
+            f"plot '{data}' index {i} using 2:3:4:xtic(1) "
+            "linecolor rgb '#4477aa'",
+            "set style histogram clustered gap 1",
+            # Head room for the key, above the bars.
+            "set offsets 0, 0, graph 0.2, 0",
+            "set key inside top center horizontal maxrows 1",
+            f"set title '{job_label(job)}: per IO (both sides)'",
+            f"plot '{data}' index {i} using 5:xtic(1) title 'packets', "
+            f"'' index {i} using 6 title 'messages', "
+            f"'' index {i} using 7 title 'work requests', "
+            f"'' index {i} using 8 title 'completions', "
+            f"'' index {i} using 9 title 'interrupts', "
+            f"'' index {i} using 10 title 'softirqs', "
+            f"'' index {i} using 11 title 'context switches'"]
     script.append("unset multiplot")
     res = subprocess.run([gnuplot], input="\n".join(script), text=True,
                          capture_output=True)
@@ -395,13 +520,22 @@ def cmd_report(a):
     tgts = targets(cells)
     rounds = sorted({r["round"] for r in recs})
     lines = [f"make bench: {len(rounds)} round(s), configurations in turn "
-             "each round; figures: mean (min-max) of the rounds"]
+             "each round; figures: mean (min-max) of the rounds; RDMA MTU "
+             f"{rdma_mtu(facts)}"]
     lines += setup_lines(facts)
     lines += table(jobs, configs, cells)
     lines += ["", "x up, x nvme, x local: IOPS over that of upstream RNBD "
               "(the same paths and policy, else upstream-1p), of NVMe-oF and "
               "of the server's null_blk used locally.  CPU us/IO: busy CPU "
               "time of the client and server guests (/proc/stat) per IO."]
+    lines += counts_table(jobs, configs, cells)
+    lines += ["", "pkts out/in: the packets the client's RDMA ports sent and "
+              "received per IO; msgs: the messages that took a RECV (SENDs, "
+              "RDMA WRITEs with immediate), on both sides; WRs, CQEs: the "
+              "work requests our RTRS posted and the completions it reaped "
+              "(stats/wr_counts; the others have no such count); intr, softirq, "
+              "ctxt: interrupts, softirqs and context switches of each side "
+              "(/proc/stat); x nvme: the totals of both sides over NVMe-oF's."]
     lines += target_lines(tgts, cells, facts)
     text = "\n".join(lines) + "\n"
     print(text, end="")
@@ -414,7 +548,7 @@ def cmd_report(a):
            "targets": tgts}
     with open(os.path.join(a.dir, "report.json"), "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
-    why = chart(a.dir, jobs, configs, cells)
+    why = chart(a.dir, jobs, configs, cells, facts)
     print(f"chart: {why}" if why else
           f"chart: {os.path.join(a.dir, 'bench.png')}")
     return 0
