@@ -4,7 +4,8 @@
 # The statistics and the tracepoints of a session of two paths.  The client
 # maps a ram disk of the server over both paths, round-robin, and fio
 # writes and reads it: the client's stats/rdma of the paths count the
-# requests and bytes the block layer counted, each path the same as the
+# requests and bytes the block layer counted, one message back for each
+# (rxe's counters), each path the same as the
 # server's stats/rdma of that path; its sg_entries and rdma_lat count each
 # of those requests once, by its sg entries and by its latency, whose
 # maximum is in the slowest row; the work requests posted and completions
@@ -254,13 +255,27 @@ blk_stat() {
 	echo "${s[0]} ${s[2]} $((s[4] + ${s[14]:-0})) ${s[6]}"
 }
 
-# The block layer's counts before the last fio_io (ktap_check runs it in a
-# subshell).
+# rxe_recvs: the messages (SENDs, RDMA WRITEs with immediate) this
+# guest's Soft-RoCE devices received, by their hw_counters.
+rxe_recvs() {
+	local i n=0 v
+
+	for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
+		read -r v <"/sys/class/infiniband/$(rnbd_path_rxe "$i")/ports/1/hw_counters/rdma_recvs" ||
+			return 1
+		n=$((n + v))
+	done
+	echo "$n"
+}
+
+# The block layer's counts and rxe_recvs before the last fio_io
+# (ktap_check runs it in a subshell).
 BLK_BEFORE=/tmp/rnbd-stats.blk
+RECVS_BEFORE=/tmp/rnbd-stats.recvs
 fio_io() {
 	local run rw bs size
 
-	blk_stat >"$BLK_BEFORE" || return 1
+	blk_stat >"$BLK_BEFORE" && rxe_recvs >"$RECVS_BEFORE" || return 1
 	for run in $FIO_IO; do
 		IFS=: read -r rw bs size <<<"$run"
 		timeout 150 fio --name=stats --filename="/dev/$DEV" --rw="$rw" \
@@ -294,6 +309,23 @@ counted() {
 		[ "$rbytes" -eq $((a[1] * 512 + reads * IO_HDR)) ] &&
 		[ "$wbytes" -eq $((a[3] * 512 + writes * IO_HDR)) ] || rc=1
 	return $rc
+}
+
+# one_message_back: the client received one message per request, its
+# response, as it does not ask the server to invalidate its memory with a
+# message of its own: fewer than a message per request and half a one per
+# read (a read with such a message took two), the heartbeats on top.
+one_message_back() {
+	local p r n=0 reads=0 recvs
+
+	for p in "$SESS/paths"/*; do
+		read -ra r <"$p/stats/rdma"
+		n=$((n + r[0] + r[2]))
+		reads=$((reads + r[0]))
+	done
+	recvs=$(($(rxe_recvs) - $(cat "$RECVS_BEFORE")))
+	echo "$recvs messages received for $n requests ($reads reads)"
+	[ "$recvs" -ge "$n" ] && [ "$recvs" -lt $((n + reads / 2)) ]
 }
 
 # sg_counted PATHDIR: sg_entries counts each request of stats/rdma once;
@@ -481,7 +513,7 @@ round_robin() {
 }
 
 test_client() {
-	ktap_header 29
+	ktap_header 30
 	ktap_check "rxe up" rnbd_rdma_up
 	# Not through ktap_check: its subshell would lose SERVER_*.
 	server_ready >/dev/null 2>&1
@@ -500,6 +532,8 @@ test_client() {
 	ktap_check "fio: $FIO_IO at iodepth 16" fio_io
 	ktap_check "stats/rdma: the block layer's requests and bytes, on both paths" \
 		counted
+	ktap_check "one message back per request (rxe's rdma_recvs)" \
+		one_message_back
 	ktap_check "stats/rdma of each path: the same as the server's" \
 		same_as_server
 	ktap_check "stats/sg_entries and rdma_lat: each request once, by entries and by latency" \
