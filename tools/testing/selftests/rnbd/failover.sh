@@ -28,10 +28,10 @@
 # cuts become drops of what reaches the client (the server's answers are
 # lost, not the client's requests), and the test takes one cut of each
 # kind (of path 1; the heartbeats' cut is of path 0) and two pauses, which
-# are cheap: every kind of fault, in the time CI has.
+# are cheap: every kind of fault, in less time.
 #
 # rnbd-vm: topology=two
-# rnbd-vm: timeout=1800
+# rnbd-vm: timeout=1200
 # rnbd-vm: cuts=paths
 
 SESSNAME=failover
