@@ -240,15 +240,15 @@ static void rtrs_clt_stats_reset_reconnects(struct rtrs_clt_path *path)
 	atomic_set(&stats->reconnect_fails, 0);
 }
 
-/*
- * Every counter, and the path's inflight too, as upstream's reset_all
- * does: rtrs-clt.c keeps it from going below zero afterwards.
- */
 static void rtrs_clt_stats_reset_wr(struct rtrs_clt_path *path)
 {
 	rtrs_wr_stats_reset(&path->s);
 }
 
+/*
+ * Every counter, and the path's inflight too, as upstream's reset_all
+ * does: rtrs-clt.c keeps it from going below zero afterwards.
+ */
 static void rtrs_clt_stats_reset_all(struct rtrs_clt_path *path)
 {
 	rtrs_clt_stats_reset_rdma(path);

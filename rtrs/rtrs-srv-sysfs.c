@@ -112,20 +112,38 @@ static ssize_t rdma_show(struct kobject *kobj, struct kobj_attribute *attr,
 			  atomic64_read(&path->stats_write_bytes));
 }
 
-/* An IO counted meanwhile may be left half counted: these are statistics. */
-static ssize_t rdma_store(struct kobject *kobj, struct kobj_attribute *attr,
-			  const char *buf, size_t count)
+/*
+ * A stats file's write: "1" resets what @reset resets, nothing else.  An IO
+ * counted meanwhile may be left half counted: these are statistics.
+ */
+static ssize_t rtrs_srv_stats_store(struct kobject *kobj,
+				    struct kobj_attribute *attr,
+				    const char *buf, size_t count,
+				    void (*reset)(struct rtrs_srv_path *path))
 {
 	struct rtrs_srv_path *path = kobj_to_path(kobj);
+	char file[32];
 
-	if (rtrs_sysfs_write_one(&path->s, kobject_name(kobj), "stats/rdma",
-				 buf))
+	snprintf(file, sizeof(file), "stats/%s", attr->attr.name);
+	if (rtrs_sysfs_write_one(&path->s, kobject_name(kobj), file, buf))
 		return -EINVAL;
+	reset(path);
+	return count;
+}
+
+static void rtrs_srv_stats_reset_rdma(struct rtrs_srv_path *path)
+{
 	atomic64_set(&path->stats_read_cnt, 0);
 	atomic64_set(&path->stats_read_bytes, 0);
 	atomic64_set(&path->stats_write_cnt, 0);
 	atomic64_set(&path->stats_write_bytes, 0);
-	return count;
+}
+
+static ssize_t rdma_store(struct kobject *kobj, struct kobj_attribute *attr,
+			  const char *buf, size_t count)
+{
+	return rtrs_srv_stats_store(kobj, attr, buf, count,
+				    rtrs_srv_stats_reset_rdma);
 }
 
 static struct kobj_attribute rdma_attr = __ATTR_RW_MODE(rdma, 0644);
@@ -137,17 +155,17 @@ static ssize_t wr_counts_show(struct kobject *kobj,
 	return rtrs_wr_stats_show(&kobj_to_path(kobj)->s, buf);
 }
 
+static void rtrs_srv_stats_reset_wr(struct rtrs_srv_path *path)
+{
+	rtrs_wr_stats_reset(&path->s);
+}
+
 static ssize_t wr_counts_store(struct kobject *kobj,
 			       struct kobj_attribute *attr, const char *buf,
 			       size_t count)
 {
-	struct rtrs_srv_path *path = kobj_to_path(kobj);
-
-	if (rtrs_sysfs_write_one(&path->s, kobject_name(kobj),
-				 "stats/wr_counts", buf))
-		return -EINVAL;
-	rtrs_wr_stats_reset(&path->s);
-	return count;
+	return rtrs_srv_stats_store(kobj, attr, buf, count,
+				    rtrs_srv_stats_reset_wr);
 }
 
 static struct kobj_attribute wr_counts_attr = __ATTR_RW_MODE(wr_counts, 0644);
