@@ -711,13 +711,15 @@ static int rtrs_clt_reg_read(struct rtrs_clt_req *req,
 		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE,
 	};
 	/*
-	 * No RTRS_MSG_NEED_INVAL_F: we invalidate the MR ourselves when the
-	 * response comes (rtrs_clt_io_rsp()).  A server asked to invalidate
-	 * it sends a SEND_WITH_INV, a message of its own, before the
-	 * immediate; unasked, it can write the data with the immediate.
+	 * The server invalidates the MR with a SEND_WITH_INV, a message more
+	 * than the immediate.  A LOCAL_INV of ours would save it, but waits
+	 * for every work request posted before it on the QP (the local
+	 * invalidate fence, which Soft-RoCE always applies), holding up the
+	 * requests behind it: under IO, 6.1's rxe then reran its tasklets
+	 * hundreds of times a request.
 	 */
 	msg->sg_cnt = cpu_to_le16(1);
-	msg->flags = 0;
+	msg->flags = cpu_to_le16(RTRS_MSG_NEED_INVAL_F);
 	msg->desc[0].addr = cpu_to_le64(req->mr->iova);
 	msg->desc[0].key = cpu_to_le32(req->mr->rkey);
 	msg->desc[0].len = cpu_to_le32(req->mr->length);
