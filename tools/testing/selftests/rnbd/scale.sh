@@ -131,19 +131,21 @@ test_server() {
 # requests on a session's 4 devices wait for a tag, none for a permit.
 # Shared tags do not bring an IO scheduler: none, as without.
 shared_tags() {
-	local dev f debugfs=/sys/kernel/debug
+	local dev f v debugfs=/sys/kernel/debug
 
 	mountpoint -q "$debugfs" || mount -t debugfs none "$debugfs" || return 1
 	while read -r _ _ dev; do
 		for f in /sys/block/"$dev"/mq/*/nr_tags; do
-			[ "$(cat "$f")" -eq $((QUEUE_DEPTH - 2)) ] ||
-				{ echo "$f: $(cat "$f")"; return 1; }
+			read -r v <"$f"
+			[ "$v" -eq $((QUEUE_DEPTH - 2)) ] ||
+				{ echo "$f: $v"; return 1; }
 		done
 		f=$debugfs/block/$dev/hctx0/flags
-		grep -q TAG_HCTX_SHARED "$f" ||
-			{ echo "$f: $(cat "$f")"; return 1; }
+		read -r v <"$f"
+		[[ $v == *TAG_HCTX_SHARED* ]] || { echo "$f: $v"; return 1; }
 		f=/sys/block/$dev/queue/scheduler
-		grep -q '\[none\]' "$f" || { echo "$f: $(cat "$f")"; return 1; }
+		read -r v <"$f"
+		[[ $v == *'[none]'* ]] || { echo "$f: $v"; return 1; }
 	done <"$MAPS"
 }
 
@@ -222,11 +224,13 @@ map_range() {
 
 # list_maps: the client's mappings, into $MAPS.
 list_maps() {
-	local d
+	local d sess path
 
 	for d in /sys/block/rnbd*; do
 		[ -e "$d/rnbd/session" ] || continue
-		echo "$(cat "$d/rnbd/session") $(cat "$d/rnbd/mapping_path") $(basename "$d")"
+		read -r sess <"$d/rnbd/session"
+		read -r path <"$d/rnbd/mapping_path"
+		echo "$sess $path ${d##*/}"
 	done >"$MAPS"
 }
 
@@ -239,7 +243,7 @@ devs_of() {
 # all_mapped: every disk of every session is mapped once, at its size,
 # and the server has the sessions and the devices open.
 all_mapped() {
-	local s d want=/tmp/rnbd-scale.want missing dev
+	local s d want=/tmp/rnbd-scale.want missing dev size
 
 	list_maps
 	for s in $(seq 0 $((NR_SESS - 1))); do
@@ -255,7 +259,8 @@ all_mapped() {
 	[ "$(wc -l <"$MAPS")" -eq "$NR_DEVS" ] ||
 		{ echo "$(wc -l <"$MAPS") devices mapped, not $NR_DEVS"; return 1; }
 	while read -r _ _ dev; do
-		[ "$(cat "/sys/block/$dev/size")" -eq $((DISK_MB << 11)) ] ||
+		read -r size <"/sys/block/$dev/size"
+		[ "$size" -eq $((DISK_MB << 11)) ] ||
 			{ echo "/dev/$dev is not $DISK_MB MiB"; return 1; }
 	done <"$MAPS"
 	server_has "$NR_SESS" "$NR_DEVS"
@@ -399,16 +404,22 @@ close_half_under_io() {
 
 # kept_runs: how many runs kept_io has begun.
 kept_runs() {
-	find /tmp -maxdepth 1 -name "${KEPT_LOG##*/}.*" | wc -l
+	local runs=("$KEPT_LOG".*)
+
+	[ -e "${runs[0]}" ] || { echo 0; return; }
+	echo "${#runs[@]}"
 }
 
 kept_runs_past() {
 	[ "$(kept_runs)" -gt "$1" ]
 }
 
-# dev_ios DEV: the reads and writes DEV completed.
+# dev_ios DEV: the reads and writes DEV completed, into $IOS.
 dev_ios() {
-	awk '{ print $1 + $5 }' "/sys/block/$1/stat"
+	local reads writes
+
+	read -r reads _ _ _ writes _ <"/sys/block/$1/stat"
+	IOS=$((reads + writes))
 }
 
 # io_count DEV...: "DEV IOS" for each.
@@ -416,7 +427,8 @@ io_count() {
 	local d
 
 	for d in "$@"; do
-		echo "$d $(dev_ios "$d")"
+		dev_ios "$d"
+		echo "$d $IOS"
 	done
 }
 
@@ -425,7 +437,8 @@ io_since() {
 	local d n
 
 	while read -r d n; do
-		[ "$(dev_ios "$d")" -gt "$n" ] || return 1
+		dev_ios "$d"
+		[ "$IOS" -gt "$n" ] || return 1
 	done <"$1"
 }
 
