@@ -187,7 +187,7 @@ wait_sessions() {
 				-maxdepth 1 -printf '%f ' 2>/dev/null), expected: $*"
 			return 1
 		fi
-		sleep 0.5
+		rnbd_nap 0.5
 	done
 }
 

@@ -88,10 +88,19 @@ ktap_finish() {
 
 # Path N's address on ROLE's side.  In one guest both sides share it.
 rnbd_path_addr() {
+	local addr
+
+	rnbd_path_addr_in addr "$1" "$2"
+	echo "$addr"
+}
+
+# rnbd_path_addr_in VAR N ROLE: the same into VAR, without the subshell
+# of $(...), for what rnbd_wait polls.
+rnbd_path_addr_in() {
 	local host=1
 
-	[ "$2" = client ] && [ "$RNBD_TOPOLOGY" = two ] && host=2
-	echo "192.168.$((120 + $1)).$host"
+	[ "$3" = client ] && [ "$RNBD_TOPOLOGY" = two ] && host=2
+	printf -v "$1" '192.168.%d.%d' $((120 + $2)) "$host"
 }
 
 # The MAC of ROLE's NIC of path N in the two-guest topology; the host's
@@ -114,24 +123,37 @@ rnbd_path_rxe() {
 # rnbd_path_dir PATH: the client's sysfs directory, in session $SESSNAME, of
 # the path to the server's address number PATH.
 rnbd_path_dir() {
-	local p
+	local dir
 
+	rnbd_path_dir_in dir "$1" && echo "$dir"
+}
+
+# rnbd_path_dir_in VAR N: the same into VAR, with no process of its own:
+# rnbd_path_is is what waits poll most.
+rnbd_path_dir_in() {
+	local want p addr
+
+	rnbd_path_addr_in want "$2" server
 	for p in "/sys/class/rtrs-client/$SESSNAME"/paths/*; do
-		grep -qsx "ip:$(rnbd_path_addr "$1" server)" "$p/dst_addr" &&
-			{ echo "$p"; return 0; }
+		read -r addr 2>/dev/null <"$p/dst_addr" || continue
+		[ "$addr" = "ip:$want" ] && { printf -v "$1" '%s' "$p"; return 0; }
 	done
 	return 1
 }
 
 rnbd_path_state() {
-	local d
+	local dir state
 
-	d=$(rnbd_path_dir "$1") && cat "$d/state"
+	rnbd_path_dir_in dir "$1" && read -r state <"$dir/state" &&
+		echo "$state"
 }
 
 # rnbd_path_is PATH STATE
 rnbd_path_is() {
-	[ "$(rnbd_path_state "$1")" = "$2" ]
+	local dir state
+
+	rnbd_path_dir_in dir "$1" && read -r state 2>/dev/null <"$dir/state" &&
+		[ "$state" = "$2" ]
 }
 
 # rnbd_path_ctl PATH FILE: write 1 to FILE of PATH's sysfs (disconnect,
@@ -259,6 +281,15 @@ rnbd_rdma_state() {
 		sed -n 's/.* state \([A-Z_]*\) .*/\1/p'
 }
 
+# rnbd_nap SECONDS: sleep without a process.  A TCG guest that forks
+# sleep five times a second, as a wait's poll did, spends about a quarter
+# of a host CPU on it, which the host's other guests lack (testing.rst);
+# read's timeout on a pipe that nobody writes to costs next to nothing.
+exec {RNBD_NAP_FD}<> <(:)
+rnbd_nap() {
+	read -r -t "$1" -u "$RNBD_NAP_FD" || :
+}
+
 # rnbd_wait SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
 rnbd_wait() {
 	local limit=$(($1 * 5)) t=0
@@ -267,7 +298,7 @@ rnbd_wait() {
 	until "$@" >/dev/null 2>&1; do
 		t=$((t + 1))
 		[ $t -lt $limit ] || return 1
-		sleep 0.2
+		rnbd_nap 0.2
 	done
 }
 

@@ -110,7 +110,7 @@ within() {
 	shift
 	until "$@" >/dev/null 2>&1; do
 		[ "$SECONDS" -lt "$end" ] || return 1
-		sleep 0.5
+		rnbd_nap 0.5
 	done
 }
 

@@ -101,7 +101,7 @@ inflight_under() {
 		n1=$(inflight 1)
 		[ "$n0" -gt "$I0" ] && I0=$n0
 		[ "$n1" -gt "$I1" ] && I1=$n1
-		sleep 0.1
+		rnbd_nap 0.1
 	done
 	wait "$fio_pid" || { tail -n 5 /tmp/rnbd-policy-inflight.fio; return 1; }
 	echo "$1: at most $I0 requests counted in flight on path 0, $I1 on path 1"
