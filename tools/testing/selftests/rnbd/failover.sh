@@ -31,7 +31,7 @@
 # are cheap: every kind of fault, in less time.
 #
 # rnbd-vm: topology=two
-# rnbd-vm: timeout=1200
+# rnbd-vm: timeout=1800
 # rnbd-vm: cuts=paths
 
 SESSNAME=failover
