@@ -688,17 +688,20 @@ hb_close_try() {
 	# Seconds from the start of the cut and from its end (two rules:
 	# seconds under TCG's load) to the path's close, which its heartbeats
 	# must have called for; a close before the end, the first rule
-	# enough, counts as 0 s after it.
+	# enough, counts as 0 s after it.  This try's cut is the log's last:
+	# a void try before it left a cut and a close of its own.
 	read -r from_start took < <(dmesg | awk -v p="rnbd-test: path $i " \
 		-v closed="$name: closing the path" '
 		function t() { s = $0; sub(/^\[ */, "", s); sub(/\].*/, "", s); return s }
-		index($0, p "cut") { t0 = t(); t1 = ""; hb = 0; next }
+		index($0, p "cut") { t0 = t(); t1 = ""; hb = 0; done = 0; res = ""; next }
 		index($0, p "silent") { t1 = t(); next }
-		t0 != "" && /rtrs_core: .*: 3 heartbeats missed, closing the path/ { hb = 1; next }
-		t0 != "" && index($0, closed) {
+		t0 == "" || done { next }
+		/rtrs_core: .*: 3 heartbeats missed, closing the path/ { hb = 1; next }
+		index($0, closed) {
 			if (hb)
-				printf "%.1f %.1f\n", t() - t0, t1 == "" ? 0 : t() - t1
-			exit }')
+				res = sprintf("%.1f %.1f", t() - t0, t1 == "" ? 0 : t() - t1)
+			done = 1 }
+		END { if (res != "") print res }')
 	if [ -z "$took" ]; then
 		echo "path $i was not closed by its heartbeats:"
 		dmesg | tail -n 5
