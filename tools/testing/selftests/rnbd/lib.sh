@@ -142,18 +142,23 @@ rnbd_path_dir_in() {
 }
 
 rnbd_path_state() {
-	local dir state
+	local state
 
-	rnbd_path_dir_in dir "$1" && read -r state <"$dir/state" &&
-		echo "$state"
+	rnbd_path_state_in state "$1" && echo "$state"
+}
+
+# rnbd_path_state_in VAR N: the same into VAR, with no process of its own.
+rnbd_path_state_in() {
+	local dir
+
+	rnbd_path_dir_in dir "$2" && read -r "$1" 2>/dev/null <"$dir/state"
 }
 
 # rnbd_path_is PATH STATE
 rnbd_path_is() {
-	local dir state
+	local state
 
-	rnbd_path_dir_in dir "$1" && read -r state 2>/dev/null <"$dir/state" &&
-		[ "$state" = "$2" ]
+	rnbd_path_state_in state "$1" && [ "$state" = "$2" ]
 }
 
 # rnbd_path_ctl PATH FILE: write 1 to FILE of PATH's sysfs (disconnect,
