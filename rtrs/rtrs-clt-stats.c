@@ -245,6 +245,11 @@ static void rtrs_clt_stats_reset_wr(struct rtrs_clt_path *path)
 	rtrs_wr_stats_reset(&path->s);
 }
 
+static void rtrs_clt_stats_reset_wc(struct rtrs_clt_path *path)
+{
+	rtrs_wc_stats_reset(&path->s);
+}
+
 /*
  * Every counter, and the path's inflight too, as upstream's reset_all
  * does: rtrs-clt.c keeps it from going below zero afterwards.
@@ -253,6 +258,7 @@ static void rtrs_clt_stats_reset_all(struct rtrs_clt_path *path)
 {
 	rtrs_clt_stats_reset_rdma(path);
 	rtrs_clt_stats_reset_wr(path);
+	rtrs_clt_stats_reset_wc(path);
 	rtrs_clt_stats_reset_sg(path);
 	rtrs_clt_stats_reset_lat(path);
 	rtrs_clt_stats_reset_migr(path);
@@ -467,6 +473,30 @@ static ssize_t wr_counts_store(struct kobject *kobj,
 				    rtrs_clt_stats_reset_wr);
 }
 
+/*
+ * wc_completion: "<max> <average>", the most completions one poll of the
+ * path's CQs reaped and their mean per poll (rtrs_wc_reaped() says what a
+ * poll is), rounded.
+ */
+static ssize_t wc_completion_show(struct kobject *kobj,
+				  struct kobj_attribute *attr, char *page)
+{
+	struct rtrs_wc_stats sum;
+
+	rtrs_wc_stats_sum(&rtrs_clt_stats_path(kobj)->s, &sum);
+	return sysfs_emit(page, "%u %llu\n", sum.max,
+			  sum.polls ? div64_u64(sum.reaped + sum.polls / 2,
+						sum.polls) : 0);
+}
+
+static ssize_t wc_completion_store(struct kobject *kobj,
+				   struct kobj_attribute *attr,
+				   const char *buf, size_t count)
+{
+	return rtrs_clt_stats_store(kobj, attr, buf, count,
+				    rtrs_clt_stats_reset_wc);
+}
+
 static ssize_t reset_all_show(struct kobject *kobj,
 			      struct kobj_attribute *attr, char *page)
 {
@@ -489,6 +519,8 @@ static struct kobj_attribute rtrs_clt_stats_rdma_lat_attr =
 	__ATTR_RW_MODE(rdma_lat, 0644);
 static struct kobj_attribute rtrs_clt_stats_wr_counts_attr =
 	__ATTR_RW_MODE(wr_counts, 0644);
+static struct kobj_attribute rtrs_clt_stats_wc_completion_attr =
+	__ATTR_RW_MODE(wc_completion, 0644);
 static struct kobj_attribute rtrs_clt_stats_reconnects_attr =
 	__ATTR_RW_MODE(reconnects, 0644);
 static struct kobj_attribute rtrs_clt_stats_migr_from_attr =
@@ -503,6 +535,7 @@ static struct attribute *rtrs_clt_stats_attrs[] = {
 	&rtrs_clt_stats_sg_entries_attr.attr,
 	&rtrs_clt_stats_rdma_lat_attr.attr,
 	&rtrs_clt_stats_wr_counts_attr.attr,
+	&rtrs_clt_stats_wc_completion_attr.attr,
 	&rtrs_clt_stats_reconnects_attr.attr,
 	&rtrs_clt_stats_migr_from_attr.attr,
 	&rtrs_clt_stats_migr_to_attr.attr,

@@ -971,6 +971,14 @@ static int rtrs_clt_poll_path(struct rtrs_clt_path *path, unsigned int queue)
 	if (!percpu_ref_tryget_live(&path->io_ref))
 		return 0;
 	cnt = ib_process_cq_direct(path->s.con[cid]->cq, -1);
+	if (cnt > 0) {
+		struct rtrs_wc_stats *s = &get_cpu_ptr(path->s.wr_stats)->wc;
+
+		s->polls++;
+		s->reaped += cnt;
+		s->max = max_t(u32, s->max, cnt);
+		put_cpu_ptr(path->s.wr_stats);
+	}
 	percpu_ref_put(&path->io_ref);
 	return cnt;
 }

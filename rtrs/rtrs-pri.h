@@ -330,6 +330,11 @@ struct rtrs_path;
  * @cid: its index in the path; 0 is the admin connection
  * @nr_cqe: the size of @cq
  * @sig_cnt: IO work requests posted that may go unsignaled
+ * @poll_waker: with @poll_wake, the wake-up of the context that polled @cq
+ *		last (rtrs_wc_reaped()); written only by that context, which
+ *		ib_core runs for one CQ at a time
+ * @poll_wake: see @poll_waker
+ * @poll_len: completions reaped in that wake-up so far
  */
 struct rtrs_con {
 	struct rtrs_path *path;
@@ -339,6 +344,9 @@ struct rtrs_con {
 	unsigned int cid;
 	unsigned int nr_cqe;
 	atomic_t sig_cnt;
+	const void *poll_waker;
+	unsigned long poll_wake;
+	unsigned int poll_len;
 };
 
 /**
@@ -402,10 +410,24 @@ struct rtrs_path {
 };
 
 /**
+ * struct rtrs_wc_stats - what one CPU counted of the polls of a path's CQs
+ * @polls: polls that reaped a completion: wake-ups of the softirq or task
+ *	   that polls a CQ, or calls of rtrs_clt_poll() on a polled one
+ * @reaped: the completions they reaped
+ * @max: the most one of them reaped
+ */
+struct rtrs_wc_stats {
+	u64 polls;
+	u64 reaped;
+	u32 max;
+};
+
+/**
  * struct rtrs_wr_stats - what one CPU counted of a path's verbs work
  * @posted: work requests posted on the path's QPs, each of a chain,
  *	    receives too
  * @reaped: completions handed to the path's handlers, flushed ones too
+ * @wc: the same completions by the poll that reaped them (wc_completion)
  *
  * Written only by the CPU it belongs to, so that counting an IO's work
  * touches no line another CPU writes.  What the path costs the HCA and its
@@ -414,6 +436,7 @@ struct rtrs_path {
 struct rtrs_wr_stats {
 	u64 posted;
 	u64 reaped;
+	struct rtrs_wc_stats wc;
 };
 
 /* ib_post_send() of the chain @wr on @con's QP, counted if posted. */
@@ -443,12 +466,19 @@ static inline int rtrs_post_recv(struct rtrs_con *con,
 	return err;
 }
 
+void rtrs_wc_reaped(struct rtrs_con *con, struct rtrs_wr_stats *s);
+
 /* Count a completion reaped from @cq, a connection's (its context). */
 static inline void rtrs_wr_reaped(struct ib_cq *cq)
 {
 	struct rtrs_con *con = cq->cq_context;
+	struct rtrs_wr_stats *s = get_cpu_ptr(con->path->wr_stats);
 
-	this_cpu_inc(con->path->wr_stats->reaped);
+	s->reaped++;
+	/* rtrs_clt_poll() counts the polls of a polled CQ itself. */
+	if (cq->poll_ctx != IB_POLL_DIRECT)
+		rtrs_wc_reaped(con, s);
+	put_cpu_ptr(con->path->wr_stats);
 }
 
 struct rtrs_iu *rtrs_iu_alloc(struct ib_device *dev, size_t size,
@@ -474,6 +504,9 @@ int rtrs_wr_stats_alloc(struct rtrs_path *path);
 void rtrs_wr_stats_free(struct rtrs_path *path);
 ssize_t rtrs_wr_stats_show(const struct rtrs_path *path, char *buf);
 void rtrs_wr_stats_reset(struct rtrs_path *path);
+void rtrs_wc_stats_sum(const struct rtrs_path *path,
+		       struct rtrs_wc_stats *sum);
+void rtrs_wc_stats_reset(struct rtrs_path *path);
 
 void rtrs_hb_init(struct rtrs_path *path, struct ib_cqe *cqe,
 		  void (*err_handler)(struct rtrs_path *path),

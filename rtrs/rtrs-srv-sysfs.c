@@ -170,9 +170,41 @@ static ssize_t wr_counts_store(struct kobject *kobj,
 
 static struct kobj_attribute wr_counts_attr = __ATTR_RW_MODE(wr_counts, 0644);
 
+/*
+ * stats/wc_completion: "<max> <reaped> <polls>", the most completions one
+ * poll of the path's CQs reaped, the completions and the polls
+ * (rtrs_wc_reaped() says what a poll is); "1" resets.
+ */
+static ssize_t wc_completion_show(struct kobject *kobj,
+				  struct kobj_attribute *attr, char *buf)
+{
+	struct rtrs_wc_stats sum;
+
+	rtrs_wc_stats_sum(&kobj_to_path(kobj)->s, &sum);
+	return sysfs_emit(buf, "%u %llu %llu\n", sum.max, sum.reaped,
+			  sum.polls);
+}
+
+static void rtrs_srv_stats_reset_wc(struct rtrs_srv_path *path)
+{
+	rtrs_wc_stats_reset(&path->s);
+}
+
+static ssize_t wc_completion_store(struct kobject *kobj,
+				   struct kobj_attribute *attr,
+				   const char *buf, size_t count)
+{
+	return rtrs_srv_stats_store(kobj, attr, buf, count,
+				    rtrs_srv_stats_reset_wc);
+}
+
+static struct kobj_attribute wc_completion_attr =
+	__ATTR_RW_MODE(wc_completion, 0644);
+
 static struct attribute *rtrs_srv_stats_attrs[] = {
 	&rdma_attr.attr,
 	&wr_counts_attr.attr,
+	&wc_completion_attr.attr,
 	NULL,
 };
 

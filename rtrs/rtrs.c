@@ -5,7 +5,10 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/inet.h>
+#include <linux/interrupt.h>
+#include <linux/kernel_stat.h>
 #include <linux/module.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <rdma/ib.h>
@@ -197,11 +200,88 @@ void rtrs_wr_stats_reset(struct rtrs_path *path)
 {
 	int cpu;
 
-	for_each_possible_cpu(cpu)
-		memset(per_cpu_ptr(path->wr_stats, cpu), 0,
-		       sizeof(struct rtrs_wr_stats));
+	for_each_possible_cpu(cpu) {
+		struct rtrs_wr_stats *s = per_cpu_ptr(path->wr_stats, cpu);
+
+		s->posted = 0;
+		s->reaped = 0;
+	}
 }
 EXPORT_SYMBOL_GPL(rtrs_wr_stats_reset);
+
+/**
+ * rtrs_wc_reaped() - count a completion in the poll of its CQ that reaped it
+ * @con: the connection of the CQ
+ * @s: this CPU's stats of @con's path
+ *
+ * ib_core polls an IB_POLL_SOFTIRQ CQ in the IRQ_POLL softirq and an
+ * IB_POLL_WORKQUEUE one in a kworker, and tells the handlers it calls
+ * nothing of where a poll begins.  A poll here is a wake-up of that
+ * context, which is what costs: one run of the softirq on this CPU (its
+ * count, as /proc/softirqs shows it), or a task's run from one sleep to
+ * the next (its voluntary context switches).  Where ib_core polls the CQ
+ * again without sleeping, because completions came while it rearmed the
+ * CQ or the kworker had more work queued, that is the same wake-up and
+ * the same poll.
+ *
+ * Context: the one that polls @con's CQ, with preemption disabled.
+ */
+void rtrs_wc_reaped(struct rtrs_con *con, struct rtrs_wr_stats *s)
+{
+	const void *waker;
+	unsigned long wake;
+
+	if (in_serving_softirq()) {
+		waker = this_cpu_ptr(&kstat);
+		wake = __this_cpu_read(kstat.softirqs[IRQ_POLL_SOFTIRQ]);
+	} else {
+		waker = current;
+		wake = current->nvcsw;
+	}
+	if (waker != con->poll_waker || wake != con->poll_wake) {
+		con->poll_waker = waker;
+		con->poll_wake = wake;
+		con->poll_len = 0;
+		s->wc.polls++;
+	}
+	con->poll_len++;
+	s->wc.reaped++;
+	s->wc.max = max(s->wc.max, con->poll_len);
+}
+EXPORT_SYMBOL_GPL(rtrs_wc_reaped);
+
+/**
+ * rtrs_wc_stats_sum() - a path's polls of its CQs, over the CPUs
+ * @path: the path
+ * @sum: filled with the polls, the completions they reaped and the most
+ *	 one of them reaped
+ */
+void rtrs_wc_stats_sum(const struct rtrs_path *path,
+		       struct rtrs_wc_stats *sum)
+{
+	int cpu;
+
+	*sum = (struct rtrs_wc_stats) {};
+	for_each_possible_cpu(cpu) {
+		const struct rtrs_wc_stats *s =
+			&per_cpu_ptr(path->wr_stats, cpu)->wc;
+
+		sum->polls += s->polls;
+		sum->reaped += s->reaped;
+		sum->max = max(sum->max, s->max);
+	}
+}
+EXPORT_SYMBOL_GPL(rtrs_wc_stats_sum);
+
+/* Zero a path's wc_completion; IO racing with it may be half counted. */
+void rtrs_wc_stats_reset(struct rtrs_path *path)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		per_cpu_ptr(path->wr_stats, cpu)->wc = (struct rtrs_wc_stats) {};
+}
+EXPORT_SYMBOL_GPL(rtrs_wc_stats_reset);
 
 /*
  * The RDMA devices in use by one side, each with its protection domain,

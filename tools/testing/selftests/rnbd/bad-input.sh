@@ -213,17 +213,24 @@ second_without_path() {
 
 # bad_write NAME FILE VALUE...: each VALUE refused with EINVAL and a line
 # of the kernel log that names NAME and quotes VALUE (neither has a
-# character special to grep -E); FILE reads the same after, or, for
-# wr_counts, which the heartbeats move, no less than before (not reset).
+# character special to grep -E); FILE reads the same after, or, for the
+# counts the heartbeats move, no less than before (not reset): both of
+# wr_counts, the three of the server's wc_completion, the maximum of the
+# client's (its mean per poll may drop).
 bad_write() {
-	local name=$1 file=$2 before v
+	local name=$1 file=$2 before v n=0
 
+	case $file in
+	*/wr_counts) n=2 ;;
+	*/rtrs-server/*/wc_completion) n=3 ;;
+	*/wc_completion) n=1 ;;
+	esac
 	shift 2
 	before=$(cat "$file")
 	for v in "$@"; do
 		refused "$EINVAL" "$file" "$v" "$name.*'$v'" || return 1
-		if [ "${file##*/}" = wr_counts ]; then
-			not_less "$before" "$(cat "$file")" ||
+		if [ "$n" -gt 0 ]; then
+			not_less "$n" "$before" "$(cat "$file")" ||
 				{ echo "$file went from $before to $(cat "$file")"; return 1; }
 		elif [ "$(cat "$file")" != "$before" ]; then
 			echo "$file changed: $(cat "$file")"
@@ -232,13 +239,15 @@ bad_write() {
 	done
 }
 
-# not_less "A B" "C D": C >= A and D >= B.
+# not_less N "A..." "B...": the first N numbers of B no less than A's.
 not_less() {
-	local a b c d
+	local n=$1 i a b
 
-	read -r a b <<<"$1"
-	read -r c d <<<"$2"
-	[ "$c" -ge "$a" ] && [ "$d" -ge "$b" ]
+	read -ra a <<<"$2"
+	read -ra b <<<"$3"
+	for ((i = 0; i < n; i++)); do
+		[ "${b[i]}" -ge "${a[i]}" ] || return 1
+	done
 }
 
 srv_path() {
@@ -278,7 +287,7 @@ sysfs_cases() {
 		"/sys/class/rnbd-server/ctl/devices/$NAME/sessions/good/force_close" 2
 	ktap_check "server disconnect refuses 0 and 'now'" bad_write \
 		disconnect "$sp/disconnect" 0 now
-	for f in rdma sg_entries rdma_lat wr_counts reconnects \
+	for f in rdma sg_entries rdma_lat wr_counts wc_completion reconnects \
 		cpu_migration_from cpu_migration_to reset_all; do
 		ktap_check "client stats/$f refuses 0, 2, 'yes' and nothing" \
 			bad_write "stats/$f" "$cp/stats/$f" 0 2 yes ""
@@ -287,6 +296,8 @@ sysfs_cases() {
 		"$sp/stats/rdma" 0 reset
 	ktap_check "server stats/wr_counts refuses 0 and 'reset'" bad_write \
 		stats/wr_counts "$sp/stats/wr_counts" 0 reset
+	ktap_check "server stats/wc_completion refuses 0 and 'reset'" bad_write \
+		stats/wc_completion "$sp/stats/wc_completion" 0 reset
 	ktap_check "reconnect_timeout refuses -1, 86401, 'soon' and nothing" \
 		bad_write reconnect_timeout \
 		/sys/module/rnbd_client/parameters/reconnect_timeout \
@@ -324,7 +335,7 @@ param_cases() {
 	done
 }
 
-ktap_header 61
+ktap_header 63
 setup_done() {
 	[ -n "$NAME" ] && grep -q '^rnbd_client ' /proc/modules && return 0
 	cat "$LOG.setup"
