@@ -157,11 +157,13 @@ rdma_counts() {
 	[ "$how" = ib ] || printf ',sends=%d,recvs=%d' $sends $recvs
 }
 
-# wr_counts: ",wrs=N,wcs=N": the work requests our RTRS posted and the
-# completions it reaped on every path of this host, client's and server's
-# (stats/wr_counts); nothing where ours is not loaded.
+# wr_counts: ",wrs=N,wcs=N[,polls=N]": the work requests our RTRS posted
+# and the completions it reaped on every path of this host, client's and
+# server's (stats/wr_counts), and on a server the wake-ups of the workers
+# that polled its CQs (stats/wc_completion); nothing where ours is not
+# loaded.
 wr_counts() {
-	local f p r wrs=0 wcs=0 found=
+	local f p r wrs=0 wcs=0 polls=0 found=
 
 	for f in /sys/class/rtrs-client/*/paths/*/stats/wr_counts \
 		/sys/class/rtrs-server/*/paths/*/stats/wr_counts; do
@@ -171,13 +173,36 @@ wr_counts() {
 		found=1
 	done
 	[ -z "$found" ] || printf ',wrs=%d,wcs=%d' $wrs $wcs
+	found=
+	for f in /sys/class/rtrs-server/*/paths/*/stats/wc_completion; do
+		read -r _ _ p 2>/dev/null <"$f" || continue
+		polls=$((polls + p))
+		found=1
+	done
+	[ -z "$found" ] || printf ',polls=%d' $polls
+}
+
+# irq_polls: ",irqpoll=N": the runs of the IRQ_POLL softirq since boot,
+# over the CPUs (/proc/softirqs): the polls of the CQs ib_core polls in
+# softirq, whichever driver's (a client's, of all three RDMA block devices
+# here).
+irq_polls() {
+	local f v n=0
+
+	while read -ra f; do
+		[ "${f[0]}" = IRQ_POLL: ] || continue
+		for v in "${f[@]:1}"; do
+			n=$((n + v))
+		done
+	done </proc/softirqs
+	printf ',irqpoll=%d' $n
 }
 
 # counts_snap: "MS,TICKS,NAME=N,...", one word: the uptime in ms; the CPU
 # time, in USER_HZ ticks, all CPUs spent on anything but idle and iowait
 # since boot; and what else the report divides by the IOs: the context
-# switches, interrupts and softirqs since boot (/proc/stat) and
-# rdma_counts and wr_counts.  Builtins only, in the three forks of this
+# switches, interrupts and softirqs since boot (/proc/stat), irq_polls,
+# rdma_counts and wr_counts.  Builtins only, in the four forks of this
 # shell the $(...) make: the reading counts in the CPU it measures.
 counts_snap() {
 	local k a b c f g h busy=0 ctxt=0 intr=0 sirq=0
@@ -191,7 +216,7 @@ counts_snap() {
 		softirq) sirq=$a ;;
 		esac
 	done </proc/stat
-	echo "$(now_ms),$busy,ctxt=$ctxt,intr=$intr,softirq=$sirq$(rdma_counts)$(wr_counts)"
+	echo "$(now_ms),$busy,ctxt=$ctxt,intr=$intr,softirq=$sirq$(irq_polls)$(rdma_counts)$(wr_counts)"
 }
 
 # bench_addr N ROLE: ROLE's address of path N; on real hosts the lists

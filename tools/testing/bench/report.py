@@ -16,8 +16,10 @@ the IOs per second fio counted: microseconds of CPU per IO.  The counts
 per IO are taken the same way, for each side: the packets its RDMA ports
 sent and received, the SENDs they completed and the RECVs they received
 (Soft-RoCE's hw_counters), its interrupts, softirqs and context switches
-(/proc/stat).  Each side's counts are all of that host's, the bench's
-traffic and what else ran.
+(/proc/stat), its runs of the IRQ_POLL softirq (/proc/softirqs) and our
+RTRS's work requests, completions and, on the server, polls (its
+stats/wr_counts and wc_completion).  Each side's counts are all of that
+host's, the bench's traffic and what else ran.
 """
 
 import argparse
@@ -58,8 +60,8 @@ TARGETS = [
 # them; a side's count per IO is "clt_NAME_per_io" or "srv_NAME_per_io".
 COUNTS = [("pkts_tx", "pkts out"), ("pkts_rx", "pkts in"),
           ("sends", "SENDs"), ("recvs", "RECVs"), ("wrs", "WRs"),
-          ("wcs", "CQEs"), ("intr", "intr"), ("softirq", "softirq"),
-          ("ctxt", "ctxt")]
+          ("wcs", "CQEs"), ("irqpoll", "IRQ_POLL"), ("polls", "polls"),
+          ("intr", "intr"), ("softirq", "softirq"), ("ctxt", "ctxt")]
 # The totals per IO the chart and the ratios show, each a sum of counts
 # of the sides: the packets on the wire (the client's, out and in); the
 # messages, each counted once where it took a RECV (a SEND, or an RDMA
@@ -345,11 +347,19 @@ def pair(c, name):
     return f"{mean(c[f'clt_{name}_per_io'])}/{mean(c[f'srv_{name}_per_io'])}"
 
 
+def polls(c):
+    """The CQ polls per IO, as "client/server": the client's runs of the
+    IRQ_POLL softirq, whichever driver's CQs; the wake-ups of our server's
+    workers that polled its CQs (its wc_completion), ours only."""
+    return f"{mean(c['clt_irqpoll_per_io'])}/{mean(c['srv_polls_per_io'])}"
+
+
 def counts_table(jobs, configs, cells):
     """Per job and configuration, the counts per IO (means of the
     rounds), and the totals' ratios to NVMe-oF's."""
     head = (f"{'configuration':<20} {'pkts out/in':>13} {'msgs':>6} "
             f"{'WRs clt/srv':>13} {'CQEs clt/srv':>13} "
+            f"{'polls clt/srv':>13} "
             f"{'intr clt/srv':>14} {'softirq clt/srv':>16} "
             f"{'ctxt clt/srv':>14}   x nvme: {'pkts':>5} {'msgs':>5} "
             f"{'intr':>5} {'ctxt':>5}")
@@ -369,7 +379,8 @@ def counts_table(jobs, configs, cells):
             lines.append(
                 f"{cfg:<20} {pkts:>13} "
                 f"{mean(c['msgs_per_io']):>6} {pair(c, 'wrs'):>13} "
-                f"{pair(c, 'wcs'):>13} {pair(c, 'intr'):>14} "
+                f"{pair(c, 'wcs'):>13} {polls(c):>13} "
+                f"{pair(c, 'intr'):>14} "
                 f"{pair(c, 'softirq'):>16} {pair(c, 'ctxt'):>14}   "
                 f"{'':>7} {rfmt(r['pkts_per_io']):>5} "
                 f"{rfmt(r['msgs_per_io']):>5} {rfmt(r['intr_per_io']):>5} "
@@ -533,7 +544,12 @@ def cmd_report(a):
               "received per IO; msgs: the messages that took a RECV (SENDs, "
               "RDMA WRITEs with immediate), on both sides; WRs, CQEs: the "
               "work requests our RTRS posted and the completions it reaped "
-              "(stats/wr_counts; the others have no such count); intr, softirq, "
+              "(stats/wr_counts; the others have no such count); polls: the "
+              "polls of the CQs, on the client the runs of the IRQ_POLL "
+              "softirq (/proc/softirqs; whichever driver's CQs), on the "
+              "server the wake-ups of our RTRS's workers that polled its "
+              "CQs (stats/wc_completion; the others poll theirs in workers "
+              "too, uncounted); intr, softirq, "
               "ctxt: interrupts, softirqs and context switches of each side "
               "(/proc/stat); x nvme: the totals of both sides over NVMe-oF's."]
     lines += target_lines(tgts, cells, facts)
