@@ -36,6 +36,9 @@
 #   BENCH_SERVER_ADDRS, BENCH_CLIENT_ADDRS
 #                       real hosts: the RDMA addresses of each path, in
 #                       path order ("A" or "A B")
+#   BENCH_PROFILE       1: profile each job of an RDMA configuration too,
+#                       from its first IO to its end (profile_start): its
+#                       figures then count the tracing's cost
 #   BENCH_OURS_DIR      real hosts: a tree where our modules were built
 #                       (insmod by path); else modprobe finds them
 #   RNBD_UPSTREAM_MODULES  the upstream peer's .ko files (none: the
@@ -54,6 +57,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 : "${BENCH_BRD_MB:=256}" "${BENCH_SRV_PARAMS:=sess_queue_depth=128}"
 : "${BENCH_SERVER_SSH:=}" "${BENCH_SERVER_ADDRS:=}" "${BENCH_CLIENT_ADDRS:=}"
 : "${BENCH_OURS_DIR:=}" "${RNBD_UPSTREAM_MODULES:=}" "${BENCH_MTU:=4096}"
+: "${BENCH_PROFILE:=}"
 
 STATE=/run/rnbd-bench
 NULLB=benchnull
@@ -68,7 +72,7 @@ STEP_SECS=300
 # The settings the server side needs too, passed on with each ssh ask.
 SHARED_SETTINGS="BENCH_RUNTIME BENCH_WARMUP BENCH_OUT BENCH_NULLB_MB
 BENCH_BRD_MB BENCH_SRV_PARAMS BENCH_SERVER_ADDRS BENCH_CLIENT_ADDRS
-BENCH_OURS_DIR RNBD_UPSTREAM_MODULES"
+BENCH_OURS_DIR RNBD_UPSTREAM_MODULES BENCH_PROFILE"
 
 say() {
 	echo "bench: $*"
@@ -219,6 +223,92 @@ counts_snap() {
 	echo "$(now_ms),$busy,ctxt=$ctxt,intr=$intr,softirq=$sirq$(irq_polls)$(rdma_counts)$(wr_counts)"
 }
 
+# ---- the profile of an IO (BENCH_PROFILE) ----
+
+TRACEFS=/sys/kernel/tracing
+# What the profile counts, each where this kernel has it: the verbs calls
+# of a ULP (Soft-RoCE's: post_send, post_recv, an MR's mapping, a poll, a
+# rearm); ib_core's CQ events, by how it polls the CQ, and its polls, in
+# softirq, in a worker, or direct; Soft-RoCE's work: the completions it
+# made, its tasks' runs (rxe_do_task on 6.1, do_task on 6.12) and their
+# steps, the packets it sent and received; the block IO the server began
+# and that ended; and the wake-ups of tasks.  ULP-neutral: the same
+# functions run for our RTRS, Linux's and NVMe-oF alike.
+PROFILE_FUNCS="rxe_post_send rxe_post_recv rxe_map_mr_sg rxe_poll_cq
+rxe_req_notify_cq ib_cq_completion_softirq ib_cq_completion_workqueue
+ib_poll_handler ib_cq_poll_work ib_process_cq_direct rxe_cq_post
+rxe_do_task do_task:mod:rdma_rxe rxe_requester rxe_completer rxe_responder
+rxe_receiver rxe_xmit_packet rxe_rcv submit_bio_noacct
+blk_mq_complete_request bio_endio try_to_wake_up"
+
+# profile_setup: the function tracer on PROFILE_FUNCS, off; a function
+# this kernel lacks is left out, and none at all is an error (an empty
+# filter would trace every function).
+profile_setup() {
+	local f t=$TRACEFS
+
+	[ -w "$t/set_ftrace_filter" ] || { echo "no ftrace in $t"; return 1; }
+	echo 0 >"$t/tracing_on" && echo nop >"$t/current_tracer" &&
+		echo 16384 >"$t/buffer_size_kb" && : >"$t/set_ftrace_filter" ||
+		return 1
+	for f in $PROFILE_FUNCS; do
+		echo "$f" 2>/dev/null >>"$t/set_ftrace_filter"
+	done
+	[ -n "$(head -c1 "$t/set_ftrace_filter")" ] ||
+		{ echo "ftrace knows none of the functions to profile"; return 1; }
+	echo function >"$t/current_tracer"
+}
+
+# profile_start DEV: an empty trace, and tracing on; DEV's IOs so far kept.
+profile_start() {
+	echo 0 >"$TRACEFS/tracing_on" && : >"$TRACEFS/trace" &&
+		ios_done "$1" >"$STATE/profile.ios" &&
+		echo 1 >"$TRACEFS/tracing_on"
+}
+
+# profile_stop DEV: tracing off; prints "ios=N lost=N FUNC@CTX=N...": the
+# IOs DEV completed while it traced, the entries the trace lost (it must
+# be 0) and how many times each function ran in each context, from the
+# trace's hardirq/softirq flag and the task: irq, softirq, kworker or
+# task (fio, a kernel thread).
+profile_stop() {
+	local ios0 ios lost=0 f k v
+
+	echo 0 >"$TRACEFS/tracing_on" || return 1
+	read -r ios0 <"$STATE/profile.ios" && ios=$(ios_done "$1") || return 1
+	for f in "$TRACEFS"/per_cpu/cpu*/stats; do
+		while read -r k v; do
+			[ "$k" != overrun: ] || lost=$((lost + v))
+		done <"$f"
+	done
+	awk -v ios=$((ios - ios0)) -v lost=$lost '
+		/^#/ { next }
+		{
+			i = index($0, "] ")
+			if (!i)
+				next
+			split(substr($0, i + 2), w, " ")
+			task = substr($0, 1, i)
+			sub(/^ +/, "", task)
+			c = substr(w[1], 3, 1)
+			if (c ~ /[hHzZ]/)
+				ctx = "irq"
+			else if (c == "s")
+				ctx = "softirq"
+			else if (task ~ /^kworker\//)
+				ctx = "kworker"
+			else
+				ctx = "task"
+			n[w[3] "@" ctx]++
+		}
+		END {
+			printf "ios=%d lost=%d", ios, lost
+			for (k in n)
+				printf " %s=%d", k, n[k]
+			print ""
+		}' "$TRACEFS/trace"
+}
+
 # bench_addr N ROLE: ROLE's address of path N; on real hosts the lists
 # given, else the test bed's.
 bench_addr() {
@@ -320,6 +410,7 @@ srv_setup() {
 	rdma_up || { echo "RDMA did not come up"; return 1; }
 	nullb_up || { echo "no null_blk"; return 1; }
 	brd_up || { echo "no brd"; return 1; }
+	[ -z "$BENCH_PROFILE" ] || profile_setup
 }
 
 srv_teardown() {
@@ -421,6 +512,8 @@ srv_do() {
 	teardown) srv_teardown ;;
 	facts) facts server ;;
 	stat) counts_snap ;;
+	profile-start) profile_start /dev/$NULLB ;;
+	profile-stop) profile_stop /dev/$NULLB ;;
 	rnbd-up) srv_rnbd_up "$@" ;;
 	rnbd-down) srv_rnbd_down ;;
 	nvmet-up) srv_nvmet_up ;;
@@ -494,12 +587,20 @@ ask_ssh() {
 		"env $(printf '%q ' "${env[@]}") bash $(printf '%q' "$HERE/bench.sh") do $(printf '%q ' "$@")"
 }
 
-# ios_done DEV: the reads and writes DEV completed since boot.
+# ios_done DEV: the reads and writes DEV completed since boot; for an
+# NVMe multipath head nvmeXnY, those of its paths nvmeXcZnY (6.1 counts
+# none on the head).
 ios_done() {
-	local r w
+	local d=${1##*/} p r w n=0 paths=()
 
-	read -r r _ _ _ w _ <"/sys/block/${1##*/}/stat" || return 1
-	echo $((r + w))
+	[[ $d =~ ^(nvme[0-9]+)(n[0-9]+)$ ]] &&
+		paths=(/sys/block/"${BASH_REMATCH[1]}"c*"${BASH_REMATCH[2]}")
+	[ -e "${paths[0]:-}" ] || paths=("/sys/block/$d")
+	for p in "${paths[@]}"; do
+		read -r r _ _ _ w _ <"$p/stat" || return 1
+		n=$((n + r + w))
+	done
+	echo $n
 }
 
 # io_start DEV IOS PID: when (now_ms) DEV completed more than IOS, that
@@ -553,6 +654,9 @@ run_fio() {
 	# fio takes seconds to start under TCG (it loads 60 libraries): its
 	# time counts from its first IO.
 	t0=$(io_start "$dev" "$ios0" "$pid")
+	# The profile spans all of fio's IO: an ask may take seconds.
+	[ "$side" = client ] && [ -n "$BENCH_PROFILE" ] &&
+		ask profile-start >/dev/null && profile_start "$dev"
 	nap_until $((t0 + BENCH_WARMUP * 1000 + edge))
 	a=$(counts_snap)
 	[ "$side" = client ] && pa=$(ask stat | tail -n1)
@@ -562,6 +666,10 @@ run_fio() {
 	# IO that never completes must not stop the run.
 	reap "$pid" $((BENCH_WARMUP + BENCH_RUNTIME + 60))
 	rc=$?
+	if [ "$side" = client ] && [ -n "$BENCH_PROFILE" ]; then
+		profile_stop "$dev" >"$dir/$tag.prof"
+		ask profile-stop | tail -n1 >"$dir/$tag.srv.prof"
+	fi
 	if [ $rc -eq 124 ]; then
 		kill -9 "$pid" 2>/dev/null
 		echo "fio did not end $((BENCH_WARMUP + BENCH_RUNTIME + 60)) s after it began: IO stuck? kernel: $(dmesg | tail -n 2 | tr '\n' ' ')"
@@ -841,6 +949,10 @@ client_main() {
 	RUNS="$BENCH_OUT/runs.txt"
 	: >"$RUNS"
 	rdma_up || { say "RDMA did not come up"; return 1; }
+	if [ -n "$BENCH_PROFILE" ] && ! why=$(profile_setup); then
+		say "no profile: $why"
+		return 1
+	fi
 	if ! why=$(ask setup); then
 		say "server setup failed: $why"
 		ask teardown >/dev/null
@@ -855,6 +967,7 @@ client_main() {
 		echo "configs=$BENCH_CONFIGS"
 		echo "jobs=$BENCH_JOBS"
 		echo "clk_tck=$(getconf CLK_TCK)"
+		echo "profiled=${BENCH_PROFILE:-0}"
 	} >"$BENCH_OUT/facts.txt"
 	say "$(wc -w <<<"$BENCH_CONFIGS") configurations, $(wc -w <<<"$BENCH_JOBS") fio jobs" \
 		"each, $BENCH_ROUNDS round(s), $BENCH_WARMUP + $BENCH_RUNTIME s a job"

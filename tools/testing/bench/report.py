@@ -84,6 +84,59 @@ METRICS = ["iops", "mib_s", "lat_mean_us", "lat_p99_us",
     [f"{t}_per_io" for t, _ in TOTALS]
 
 
+# What a profile counts (bench.sh's PROFILE_FUNCS), in the order of the
+# tables; of two names for one thing, each kernel has one.
+PROFILE_ROWS = [
+    ("rxe_post_send", "post_send calls"),
+    ("rxe_post_recv", "post_recv calls"),
+    ("rxe_map_mr_sg", "MR mappings"),
+    ("rxe_poll_cq", "poll_cq calls"),
+    ("rxe_req_notify_cq", "CQ rearms"),
+    ("ib_cq_completion_softirq", "CQ events, softirq CQ"),
+    ("ib_cq_completion_workqueue", "CQ events, worker CQ"),
+    ("ib_poll_handler", "CQ polls in softirq"),
+    ("ib_cq_poll_work", "CQ polls in a worker"),
+    ("ib_process_cq_direct", "CQ polls, direct"),
+    ("rxe_cq_post", "completions made"),
+    ("rxe_do_task", "rxe task runs"),
+    ("do_task", "rxe task runs"),
+    ("rxe_requester", "rxe requester steps"),
+    ("rxe_completer", "rxe completer steps"),
+    ("rxe_responder", "rxe responder steps"),
+    ("rxe_receiver", "rxe responder steps"),
+    ("rxe_xmit_packet", "packets sent"),
+    ("rxe_rcv", "packets received"),
+    ("submit_bio_noacct", "bios submitted"),
+    ("blk_mq_complete_request", "blk-mq completions"),
+    ("bio_endio", "bios ended"),
+    ("try_to_wake_up", "wake-ups"),
+]
+# The contexts of profile_stop, as the tables abbreviate them.
+PROFILE_CTX = [("irq", "i"), ("softirq", "s"), ("kworker", "w"),
+               ("task", "t")]
+
+
+def read_profile(path):
+    """A line of bench.sh's profile_stop, "ios=N lost=N FUNC@CTX=N...", as
+    {"ios": N, "lost": N, "calls": {"FUNC@CTX": N}}; None if there is
+    none."""
+    try:
+        with open(path) as f:
+            words = f.read().split()
+    except OSError:
+        return None
+    prof = {"ios": None, "lost": 0, "calls": {}}
+    for kv in words:
+        k, _, v = kv.partition("=")
+        if not v.isdigit():
+            continue
+        if k in ("ios", "lost"):
+            prof[k] = int(v)
+        elif "@" in k:
+            prof["calls"][k] = int(v)
+    return prof if prof["ios"] is not None else None
+
+
 def parse_snap(word):
     """bench.sh's counts_snap, "MS,TICKS,NAME=N,...", as (ms, ticks,
     {name: n}); None for "-" or a word that is not one."""
@@ -140,6 +193,10 @@ def fio_figures(path, fio_rc, side, snaps, peer_snaps, hz):
         "ios": ios,
         "fio_error": job.get("error", 0) or int(fio_rc),
     }
+    prof = {s: read_profile(f"{path}{ext}")
+            for s, ext in (("clt", ".prof"), ("srv", ".srv.prof"))}
+    if any(prof.values()):
+        rec["profile"] = prof
     rates = {"client": None, "server": None}
     rates[side] = side_rates(*snaps, hz)
     if side == "client":
@@ -254,6 +311,9 @@ def aggregate(recs, facts):
                 cell[m] = stats([r.get(m) for r in ok])
             cell["per_round"] = {r["round"]: {m: r.get(m) for m in METRICS}
                                  for r in ok}
+            profs = [r["profile"] for r in ok if "profile" in r]
+            if profs:
+                cell["profile"] = profs[0]
             cells[(job, cfg)] = cell
     return jobs, configs, cells
 
@@ -385,6 +445,59 @@ def counts_table(jobs, configs, cells):
                 f"{'':>7} {rfmt(r['pkts_per_io']):>5} "
                 f"{rfmt(r['msgs_per_io']):>5} {rfmt(r['intr_per_io']):>5} "
                 f"{rfmt(r['ctxt_per_io']):>5}")
+    return lines
+
+
+def profile_cell(prof, func):
+    """FUNC's runs per IO in a side's profile, "total (by context)"; "-"
+    for a side not profiled, "" for a function that did not run."""
+    if not prof or not prof["ios"]:
+        return "-"
+    by = [(a, prof["calls"].get(f"{func}@{ctx}", 0) / prof["ios"])
+          for ctx, a in PROFILE_CTX]
+    total = sum(n for _, n in by)
+    if not total:
+        return ""
+    # A context under one run in 200 IOs is left out of the split.
+    parts = [(a, n) for a, n in by if n >= 0.005]
+    if len(parts) == 1:
+        return f"{total:.2f} {parts[0][0]}"
+    return f"{total:.2f} (" + " ".join(f"{a}{n:.2f}" for a, n in parts) + ")"
+
+
+def profile_tables(jobs, configs, cells):
+    """Per job and side, what ran per IO in each profiled configuration;
+    nothing where none was profiled."""
+    lines = []
+    for job in jobs:
+        cfgs = [c for c in configs
+                if (cells.get((job, c)) or {}).get("profile")]
+        if not cfgs:
+            continue
+        for side, name in (("clt", "client"), ("srv", "server")):
+            profs = [cells[(job, c)]["profile"].get(side) for c in cfgs]
+            ios = ", ".join(f"{c} {p['ios'] if p else '-'}"
+                            for c, p in zip(cfgs, profs))
+            lines += ["", f"{job_label(job)}: profile per IO, {name} "
+                      f"(IOs traced: {ios})",
+                      f"{'':<24}" + "".join(f"{c:>31}" for c in cfgs)]
+            for func, label in PROFILE_ROWS:
+                row = [profile_cell(p, func) for p in profs]
+                if not any(x not in ("", "-") for x in row):
+                    continue
+                lines.append(f"{label:<24}" + "".join(f"{x:>31}"
+                                                      for x in row))
+            lost = [f"{c}: {p['lost']}" for c, p in zip(cfgs, profs)
+                    if p and p["lost"]]
+            if lost:
+                lines.append(f"  the trace lost entries ({', '.join(lost)}): "
+                             "those counts are too low")
+    if lines:
+        lines += ["", "profile: how many times each function ran per IO in "
+                  "the job's traced seconds (bench.sh's PROFILE_FUNCS), and "
+                  "in which contexts: i hardirq, s softirq, w kworker, t "
+                  "another task (fio, a kernel thread).  Each side divides "
+                  "by the IOs of its own disk in its own window."]
     return lines
 
 
@@ -552,6 +665,7 @@ def cmd_report(a):
               "too, uncounted); intr, softirq, "
               "ctxt: interrupts, softirqs and context switches of each side "
               "(/proc/stat); x nvme: the totals of both sides over NVMe-oF's."]
+    lines += profile_tables(jobs, configs, cells)
     lines += target_lines(tgts, cells, facts)
     text = "\n".join(lines) + "\n"
     print(text, end="")
