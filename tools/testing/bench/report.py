@@ -563,6 +563,30 @@ def rdma_mtu(facts):
     return " and ".join(mtus) if mtus else "unknown"
 
 
+# The chart's titles of TOTALS, in their order.
+TOTAL_TITLES = ["packets", "messages", "work requests", "completions",
+                "interrupts", "softirqs", "context switches"]
+
+
+def counts_plot(data, index, cells):
+    """gnuplot's plot of the totals per IO of one job's configurations
+    (columns 5 on of chart.dat), leaving out a total none of them has
+    (work requests and completions without ours): gnuplot refuses a
+    histogram without a point."""
+    cols = [(5 + n, title) for n, ((t, _), title)
+            in enumerate(zip(TOTALS, TOTAL_TITLES))
+            if any(c.get(f"{t}_per_io") for c in cells)]
+    if not cols:
+        return ("set label 'no counts' at graph 0.5, graph 0.5 center; "
+                "plot [0:1] [0:1] NaN notitle; unset label")
+    # Each total keeps its colour, whichever are left out.
+    parts = [f"'' index {index} using {col} title '{title}' lt {col - 4}"
+             for col, title in cols]
+    parts[0] = (f"'{data}' index {index} using {cols[0][0]}:xtic(1) "
+                f"title '{cols[0][1]}' lt {cols[0][0] - 4}")
+    return "plot " + ", ".join(parts)
+
+
 def chart(folder, jobs, configs, cells, facts):
     """A row per job: the RDMA configurations' IOPS on a linear scale
     (mean, min-max bars; the local null_blk's in the title), and their
@@ -619,13 +643,8 @@ def chart(folder, jobs, configs, cells, facts):
             "set offsets 0, 0, graph 0.2, 0",
             "set key inside top center horizontal maxrows 1",
             f"set title '{job_label(job)}: per IO (both sides)'",
-            f"plot '{data}' index {i} using 5:xtic(1) title 'packets', "
-            f"'' index {i} using 6 title 'messages', "
-            f"'' index {i} using 7 title 'work requests', "
-            f"'' index {i} using 8 title 'completions', "
-            f"'' index {i} using 9 title 'interrupts', "
-            f"'' index {i} using 10 title 'softirqs', "
-            f"'' index {i} using 11 title 'context switches'"]
+            counts_plot(data, i, [(cells.get((job, cfg)) or {})
+                                  for cfg in rdma])]
     script.append("unset multiplot")
     res = subprocess.run([gnuplot], input="\n".join(script), text=True,
                          capture_output=True)
