@@ -435,6 +435,13 @@ wr_within() {
 		[ "$reaped" -ge "$n" ] && [ "$reaped" -le $((posted + slack)) ]
 }
 
+# srv_counts NAME: the server's counts of path NAME as srv_stats read
+# them, after its rdma: "<posted> <reaped>" of wr_counts, then "<max>
+# <reaped> <polls>" of wc_completion.
+srv_counts() {
+	grep "^$1 " "$SRV_STATS" | cut -d' ' -f6-
+}
+
 # wr_counted: each path's wr_counts on both sides against its requests.
 wr_counted() {
 	local p name r w s rc=0
@@ -443,9 +450,9 @@ wr_counted() {
 		name=$(basename "$p")
 		read -ra r <"$p/stats/rdma"
 		read -ra w <"$p/stats/wr_counts"
-		read -ra s <<<"$(grep "^$name " "$SRV_STATS" | cut -d' ' -f6-7)"
+		read -ra s <<<"$(srv_counts "$name")"
 		echo "$name: $((r[0] + r[2])) requests"
-		[ $((r[0] + r[2])) -gt 0 ] && [ ${#s[@]} -eq 2 ] || return 1
+		[ $((r[0] + r[2])) -gt 0 ] && [ ${#s[@]} -eq 5 ] || return 1
 		wr_within client $((r[0] + r[2])) "${w[0]}" "${w[1]}" || rc=1
 		wr_within server $((r[0] + r[2])) "${s[0]}" "${s[1]}" || rc=1
 	done
@@ -483,7 +490,7 @@ wc_counted() {
 		name=$(basename "$p")
 		read -ra w <"$p/stats/wr_counts"
 		read -ra c <"$p/stats/wc_completion"
-		read -ra s <<<"$(grep "^$name " "$SRV_STATS" | cut -d' ' -f6-)"
+		read -ra s <<<"$(srv_counts "$name")"
 		echo "$name:"
 		[ ${#c[@]} -eq 2 ] && [ ${#s[@]} -eq 5 ] || return 1
 		wc_within client "${c[0]}" "${c[1]}" "" "${w[1]}" || rc=1
