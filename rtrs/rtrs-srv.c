@@ -881,7 +881,7 @@ static int rtrs_srv_post_rsp(struct rtrs_srv_op *op, int errno)
 {
 	struct rtrs_con *con = &op->con->c;
 	struct rtrs_srv_rsp_wrs w = {};
-	struct ib_send_wr head = {}, *tail = &head;
+	struct ib_send_wr head = {}, *tail = &head, *imm = &w.imm;
 
 	if (op->dir == READ && !errno && le32_to_cpu(op->remote.len)) {
 		rtrs_srv_prep_data(op, &w);
@@ -896,11 +896,21 @@ static int rtrs_srv_post_rsp(struct rtrs_srv_op *op, int errno)
 		rtrs_srv_prep_rereg(op, &w);
 		rtrs_srv_chain(&tail, &w.reg.wr);
 	}
-	w.imm.wr_cqe = &rtrs_srv_send_cqe;
-	w.imm.send_flags = rtrs_con_sig_flags(con);
-	w.imm.ex.imm_data = cpu_to_be32(rtrs_io_rsp_imm(op->msg_id, errno,
-							op->need_inval));
-	rtrs_srv_chain(&tail, &w.imm);
+	/*
+	 * With nothing to do between the data and the immediate, the data's
+	 * own write carries the immediate: one message, not two, and the
+	 * client's receive completes once the data is in place.
+	 */
+	if (tail == &w.data.wr) {
+		w.data.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
+		imm = &w.data.wr;
+	} else {
+		rtrs_srv_chain(&tail, &w.imm);
+	}
+	imm->wr_cqe = &rtrs_srv_send_cqe;
+	imm->send_flags = rtrs_con_sig_flags(con);
+	imm->ex.imm_data = cpu_to_be32(rtrs_io_rsp_imm(op->msg_id, errno,
+						       op->need_inval));
 	rtrs_srv_free_chunk(op);
 	return rtrs_post_send(con, head.next);
 }
