@@ -293,13 +293,17 @@ int rtrs_clt_con_open(struct rtrs_clt_path *path, unsigned int cid)
 
 /* Teardown */
 
-/* Wait for the completions of every work request posted. */
+/*
+ * Wait for the completions of every work request posted.  Connection 0
+ * last: the responses the IO connections reap while they drain post
+ * invalidations on it (rtrs_clt_local_inv()).
+ */
 void rtrs_clt_drain_cons(struct rtrs_clt_path *path)
 {
 	struct rtrs_clt_con *con;
 	unsigned int cid;
 
-	for (cid = 0; cid < path->s.con_num; cid++) {
+	for (cid = path->s.con_num; cid-- > 0;) {
 		if (!path->s.con[cid])
 			continue;
 		con = to_clt_con(path->s.con[cid]);

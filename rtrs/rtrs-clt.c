@@ -384,6 +384,13 @@ static void rtrs_clt_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 	rtrs_clt_req_complete(req, req->errno);
 }
 
+/*
+ * On connection 0, not on the request's: Soft-RoCE fences a LOCAL_INV
+ * behind every work request posted before it on its QP, which on the
+ * request's connection are the requests sent since, each waiting for the
+ * server's acknowledgment; under IO, 6.1's rxe reran its tasklets hundreds
+ * of times a request.  Connection 0's send queue is all but idle.
+ */
 static void rtrs_clt_local_inv(struct rtrs_clt_req *req)
 {
 	struct ib_send_wr wr = {
@@ -394,7 +401,7 @@ static void rtrs_clt_local_inv(struct rtrs_clt_req *req)
 	};
 	int err;
 
-	err = rtrs_post_send(&req->con->c, &wr);
+	err = rtrs_post_send(req->path->s.con[0], &wr);
 	if (err) {
 		rtrs_path_err_rl(&req->path->s, "%s: cannot invalidate: %d\n",
 				 req->path->name, err);
@@ -710,16 +717,9 @@ static int rtrs_clt_reg_read(struct rtrs_clt_req *req,
 		.key = req->mr->rkey,
 		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE,
 	};
-	/*
-	 * The server invalidates the MR with a SEND_WITH_INV, a message more
-	 * than the immediate.  A LOCAL_INV of ours would save it, but waits
-	 * for every work request posted before it on the QP (the local
-	 * invalidate fence, which Soft-RoCE always applies), holding up the
-	 * requests behind it: under IO, 6.1's rxe then reran its tasklets
-	 * hundreds of times a request.
-	 */
 	msg->sg_cnt = cpu_to_le16(1);
-	msg->flags = cpu_to_le16(RTRS_MSG_NEED_INVAL_F);
+	if (!rtrs_clt_inv_locally(req->path, req->con->c.cid))
+		msg->flags = cpu_to_le16(RTRS_MSG_NEED_INVAL_F);
 	msg->desc[0].addr = cpu_to_le64(req->mr->iova);
 	msg->desc[0].key = cpu_to_le32(req->mr->rkey);
 	msg->desc[0].len = cpu_to_le32(req->mr->length);

@@ -369,6 +369,22 @@ rtrs_clt_first_poll_cid(const struct rtrs_clt_path *path)
 	return path->s.con_num - path->sess->nr_poll_queues;
 }
 
+/*
+ * Whether a READ sent on connection @cid of @path has its MR invalidated
+ * by the client, on connection 0, rather than by the server's
+ * SEND_WITH_INV, a message more per read.  Connection 0's send queue is
+ * sized for RTRS_ADMIN_QUEUE_DEPTH requests, of which the admin messages
+ * take few: it has room for an invalidation of each request of a path no
+ * deeper.  A polled request is left to the server: the completion of an
+ * invalidation on connection 0 would take the interrupt polling avoids.
+ */
+static inline bool rtrs_clt_inv_locally(const struct rtrs_clt_path *path,
+					unsigned int cid)
+{
+	return cid < rtrs_clt_first_poll_cid(path) &&
+	       path->queue_depth <= RTRS_ADMIN_QUEUE_DEPTH;
+}
+
 enum rtrs_clt_state rtrs_clt_path_state(struct rtrs_clt_path *path);
 void rtrs_clt_path_fail(struct rtrs_clt_path *path);
 void rtrs_clt_free_rx(struct rtrs_clt_con *con);
