@@ -307,12 +307,18 @@ rnbd_wait() {
 	done
 }
 
+# rnbd_put FILE TEXT: FILE holds TEXT, written whole: a reader that may
+# look at any moment sees it or what FILE held before, never an empty or
+# partly written file (as it can between the truncation and the write of
+# a plain redirection).
+rnbd_put() {
+	printf '%s\n' "$2" >"$1.tmp.$$" && mv "$1.tmp.$$" "$1"
+}
+
 # Synchronisation between the two sides of a test, through files in a
 # directory both guests see (the host's share, without caching).
 rnbd_sync_put() {
-	local f="$RNBD_SYNC_DIR/$1"
-
-	printf '%s\n' "${2:-}" >"$f.tmp.$$" && mv "$f.tmp.$$" "$f"
+	rnbd_put "$RNBD_SYNC_DIR/$1" "${2:-}"
 }
 
 # rnbd_sync_wait NAME [SECONDS]: wait for NAME to be put, print its value.

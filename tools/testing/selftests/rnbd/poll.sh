@@ -142,7 +142,7 @@ same_data() {
 }
 
 # Polled fio runs one after the other over IO_MB regions, until told to
-# stop; a failed run is kept.
+# stop; a failed run is kept.  The count of runs is read while it changes.
 io_loop() {
 	local n=0
 
@@ -150,7 +150,7 @@ io_loop() {
 		n=$((n + 1))
 		fio_polled randwrite 4k "${IO_MB}M" $(((n % 4) * IO_MB))M \
 			>"$RUN.fio.$n" 2>&1 || echo "$n" >>"$RUN.failed"
-		echo "$n" >"$RUN.runs"
+		rnbd_put "$RUN.runs" "$n"
 	done
 }
 
