@@ -111,7 +111,7 @@ enum rtrs_msg_type {
 
 /* rtrs_msg_rdma_read.flags */
 #define RTRS_MSG_NEED_INVAL_F	BIT(0)
-/* rtrs_msg_conn_rsp.flags: chunks are re-registered after each IO */
+/* rtrs_msg_conn_rsp.flags: each IO's answer brings the chunk's new rkey */
 #define RTRS_MSG_NEW_RKEY_F	BIT(1)
 
 /**

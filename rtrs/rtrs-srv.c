@@ -415,15 +415,10 @@ static int rtrs_srv_map_chunk(struct rtrs_srv_path *path, unsigned int i)
 		goto out_unmap;
 	if (ib_map_mr_sg(m->mr, m->sgt.sgl, 1, NULL, rtrs_srv_chunk_size) != 1)
 		goto out_dereg;
-	m->rkey_iu = rtrs_iu_alloc(ib_dev, sizeof(struct rtrs_msg_rkey_rsp),
-				   DMA_TO_DEVICE, GFP_KERNEL, rtrs_srv_send_done);
-	if (!m->rkey_iu)
-		goto out_dereg;
 	return 0;
 
 out_dereg:
-	if (!IS_ERR(m->mr))
-		ib_dereg_mr(m->mr);
+	ib_dereg_mr(m->mr);
 out_unmap:
 	m->mr = NULL;
 	ib_dma_unmap_sg(ib_dev, m->sgt.sgl, 1, DMA_BIDIRECTIONAL);
@@ -441,7 +436,6 @@ static void rtrs_srv_unmap_chunks(struct rtrs_srv_path *path)
 
 		if (!m->mr)
 			continue;
-		rtrs_iu_free(m->rkey_iu, ib_dev);
 		ib_dereg_mr(m->mr);
 		ib_dma_unmap_sg(ib_dev, m->sgt.sgl, 1, DMA_BIDIRECTIONAL);
 		sg_free_table(&m->sgt);
@@ -804,17 +798,16 @@ static void rtrs_srv_release_op(struct rtrs_srv_op *op)
 }
 
 /*
- * The work requests of one response: the data of a READ, the remote
- * invalidation of the client's MR, the re-registration of our chunk under a
- * new rkey, and the immediate that completes the request.
+ * The work requests of one response: the re-registration of our chunk, the
+ * data of a READ, the remote invalidation of the client's MR and the
+ * immediate that completes the request.
  */
 struct rtrs_srv_rsp_wrs {
+	struct ib_reg_wr reg;
 	struct ib_rdma_wr data;
 	struct ib_sge data_sge;
 	struct ib_send_wr inv;
-	struct ib_reg_wr reg;
-	struct ib_send_wr imm;
-	struct ib_sge imm_sge;
+	struct ib_rdma_wr imm;
 };
 
 static struct ib_send_wr *rtrs_srv_chain(struct ib_send_wr **tail,
@@ -823,6 +816,20 @@ static struct ib_send_wr *rtrs_srv_chain(struct ib_send_wr **tail,
 	(*tail)->next = wr;
 	*tail = wr;
 	return wr;
+}
+
+/*
+ * always_invalidate: the chunk, invalidated while the ULP had it, is the
+ * client's again.  It comes back under the rkey the client already has:
+ * what always_invalidate guards is the time the ULP owns the chunk, and
+ * the client is told any new rkey anyway, so a new one would only cost a
+ * message (an RKEY_RSP) to carry it.  First in the response, so the
+ * client, once answered, finds the chunk registered.
+ */
+static void rtrs_srv_prep_reg(struct rtrs_srv_op *op,
+			      struct rtrs_srv_rsp_wrs *w)
+{
+	rtrs_srv_init_reg_wr(&w->reg, op->path->mrs[op->msg_id].mr);
 }
 
 static void rtrs_srv_prep_data(struct rtrs_srv_op *op,
@@ -854,35 +861,16 @@ static void rtrs_srv_prep_inv(struct rtrs_srv_op *op,
 	w->inv.ex.invalidate_rkey = le32_to_cpu(op->remote.key);
 }
 
-/* always_invalidate: a new rkey for the chunk, carried by the IMM's SEND. */
-static void rtrs_srv_prep_rereg(struct rtrs_srv_op *op,
-				struct rtrs_srv_rsp_wrs *w)
-{
-	struct rtrs_srv_path *path = op->path;
-	struct rtrs_srv_mr *m = &path->mrs[op->msg_id];
-	struct rtrs_msg_rkey_rsp *msg = m->rkey_iu->buf;
-
-	ib_update_fast_reg_key(m->mr, ib_inc_rkey(m->mr->rkey));
-	rtrs_srv_init_reg_wr(&w->reg, m->mr);
-	msg->type = cpu_to_le16(RTRS_MSG_RKEY_RSP);
-	msg->buf_id = cpu_to_le16(op->msg_id);
-	msg->rkey = cpu_to_le32(m->mr->rkey);
-	ib_dma_sync_single_for_device(path->s.dev->ib_dev, m->rkey_iu->dma_addr,
-				      sizeof(*msg), DMA_TO_DEVICE);
-	w->imm_sge.addr = m->rkey_iu->dma_addr;
-	w->imm_sge.length = sizeof(*msg);
-	w->imm_sge.lkey = path->s.dev->pd->local_dma_lkey;
-	w->imm.sg_list = &w->imm_sge;
-	w->imm.num_sge = 1;
-	w->imm.opcode = IB_WR_SEND_WITH_IMM;
-}
-
 static int rtrs_srv_post_rsp(struct rtrs_srv_op *op, int errno)
 {
 	struct rtrs_con *con = &op->con->c;
 	struct rtrs_srv_rsp_wrs w = {};
-	struct ib_send_wr head = {}, *tail = &head, *imm = &w.imm;
+	struct ib_send_wr head = {}, *tail = &head, *imm = &w.imm.wr;
 
+	if (rtrs_srv_always_invalidate) {
+		rtrs_srv_prep_reg(op, &w);
+		rtrs_srv_chain(&tail, &w.reg.wr);
+	}
 	if (op->dir == READ && !errno && le32_to_cpu(op->remote.len)) {
 		rtrs_srv_prep_data(op, &w);
 		rtrs_srv_chain(&tail, &w.data.wr);
@@ -891,22 +879,16 @@ static int rtrs_srv_post_rsp(struct rtrs_srv_op *op, int errno)
 		rtrs_srv_prep_inv(op, &w);
 		rtrs_srv_chain(&tail, &w.inv);
 	}
-	w.imm.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
-	if (rtrs_srv_always_invalidate) {
-		rtrs_srv_prep_rereg(op, &w);
-		rtrs_srv_chain(&tail, &w.reg.wr);
-	}
 	/*
 	 * With nothing to do between the data and the immediate, the data's
 	 * own write carries the immediate: one message, not two, and the
 	 * client's receive completes once the data is in place.
 	 */
-	if (tail == &w.data.wr) {
-		w.data.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
+	if (tail == &w.data.wr)
 		imm = &w.data.wr;
-	} else {
-		rtrs_srv_chain(&tail, &w.imm);
-	}
+	else
+		rtrs_srv_chain(&tail, &w.imm.wr);
+	imm->opcode = IB_WR_RDMA_WRITE_WITH_IMM;
 	imm->wr_cqe = &rtrs_srv_send_cqe;
 	imm->send_flags = rtrs_con_sig_flags(con);
 	imm->ex.imm_data = cpu_to_be32(rtrs_io_rsp_imm(op->msg_id, errno,
@@ -1361,8 +1343,6 @@ static int rtrs_srv_accept(struct rtrs_srv_con *con)
 		.private_data_len = sizeof(rsp),
 	};
 
-	if (rtrs_srv_always_invalidate)
-		rsp.flags = cpu_to_le32(RTRS_MSG_NEW_RKEY_F);
 	return rdma_accept(con->c.cm_id, &param);
 }
 

@@ -107,13 +107,11 @@ struct rtrs_srv_con {
  * @mr: registers the chunk for the client's RDMA writes
  * @sgt: the chunk's DMA mapping
  * @inv_cqe: completion of its local invalidation (always_invalidate)
- * @rkey_iu: the RKEY_RSP message that carries its new rkey
  */
 struct rtrs_srv_mr {
 	struct ib_mr *mr;
 	struct sg_table sgt;
 	struct ib_cqe inv_cqe;
-	struct rtrs_iu *rkey_iu;
 };
 
 /**

@@ -416,23 +416,19 @@ same_as_server() {
 	[ "$n" -eq "$RNBD_NR_PATHS" ]
 }
 
-# wr_within SIDE REQUESTS POSTED REAPED: a side's wr_counts of a path
-# within what the protocol does for REQUESTS requests.  Each takes at least
-# two work requests on either side (the client's request and the receive
-# it reposts for the response, the server's response and the receive it
-# reposts for the next request) and at most six (with an MR registered for
-# the data, an invalidation, the server's RDMA WRITE of read data and its
-# re-registration); a receive's completion on either side is reaped for
-# each, and no side reaps more than it posted.  The heartbeats of both
+# wr_within SIDE REQUESTS POSTED REAPED WANT: a side's wr_counts of a path
+# against the work requests the protocol takes for its REQUESTS requests,
+# WANT (see wr_counted): as many posted, but for the heartbeats of both
 # sides (every 5 s, two work requests and one or two completions each on
-# either side) come on top.
+# either side); a completion reaped for each request's receive at least,
+# and no more than were posted.
 wr_within() {
-	local side=$1 n=$2 posted=$3 reaped=$4 slack=100
+	local side=$1 n=$2 posted=$3 reaped=$4 want=$5 slack=100
 
-	echo "  $side: $posted posted, $reaped reaped" \
+	echo "  $side: $posted posted for $want, $reaped reaped" \
 		"($(awk -v a="$posted" -v b="$reaped" -v n="$n" \
 			'BEGIN { printf "%.2f and %.2f per request", a / n, b / n }'))"
-	[ "$posted" -ge $((2 * n)) ] && [ "$posted" -le $((6 * n + slack)) ] &&
+	[ "$posted" -ge "$want" ] && [ "$posted" -le $((want + slack)) ] &&
 		[ "$reaped" -ge "$n" ] && [ "$reaped" -le $((posted + slack)) ]
 }
 
@@ -444,6 +440,12 @@ srv_counts() {
 }
 
 # wr_counted: each path's wr_counts on both sides against its requests.
+# The client posts for a WRITE its request (data and all in one RDMA
+# WRITE) and the receive for the answer; for a READ also the registration
+# of its buffer and, once answered, its invalidation.  The server
+# (always_invalidate=Y) posts for either the receive for the next request,
+# the invalidation of the chunk, its registration again and the answer,
+# which a READ's data carries.
 wr_counted() {
 	local p name r w s rc=0
 
@@ -452,10 +454,12 @@ wr_counted() {
 		read -ra r <"$p/stats/rdma"
 		read -ra w <"$p/stats/wr_counts"
 		read -ra s <<<"$(srv_counts "$name")"
-		echo "$name: $((r[0] + r[2])) requests"
+		echo "$name: ${r[0]} reads, ${r[2]} writes"
 		[ $((r[0] + r[2])) -gt 0 ] && [ ${#s[@]} -eq 5 ] || return 1
-		wr_within client $((r[0] + r[2])) "${w[0]}" "${w[1]}" || rc=1
-		wr_within server $((r[0] + r[2])) "${s[0]}" "${s[1]}" || rc=1
+		wr_within client $((r[0] + r[2])) "${w[0]}" "${w[1]}" \
+			$((4 * r[0] + 2 * r[2])) || rc=1
+		wr_within server $((r[0] + r[2])) "${s[0]}" "${s[1]}" \
+			$((4 * (r[0] + r[2]))) || rc=1
 	done
 	return $rc
 }
