@@ -53,6 +53,13 @@ static char *bad_device;
 module_param_named(device, bad_device, charp, 0444);
 MODULE_PARM_DESC(device, "The device the shared session opens read-write, as RNBD's device_path");
 
+static char *bad_slow_device;
+module_param_named(slow_device, bad_slow_device, charp, 0444);
+MODULE_PARM_DESC(slow_device, "A device whose IO takes seconds, for write-chunk-in-use (none: that case is skipped)");
+
+/* How long write-chunk-in-use lets the server hold its READ first. */
+#define BAD_IN_USE_WAIT_MS	1000
+
 /* Paths not up yet the limit case may open, and its check of the limit. */
 #define BAD_HALF_OPEN_MAX	32
 
@@ -1709,18 +1716,83 @@ static int bad_wait_sent(struct bad_path *p, const struct bad_sent *sent,
 	return bad_path_wait_chunk(p, sent->chunk, sent->seen, errno);
 }
 
-/* An OPEN of @device, read-only beside the shared session's writer. */
+/* An OPEN of @name, read-only (beside the shared session's writer). */
 static int bad_post_open(struct bad_ctx *ctx, struct bad_path *p,
-			 struct bad_sent *sent)
+			 const char *name, struct bad_sent *sent)
 {
 	struct rnbd_msg_open m;
 	struct bad_req r;
 
-	bad_rnbd_open_msg(&m, bad_device);
+	bad_rnbd_open_msg(&m, name);
 	m.access_mode = RNBD_ACCESS_RO;
 	bad_req_read_on(ctx, p, &r, &m, sizeof(m),
 			sizeof(struct rnbd_msg_open_rsp));
 	return bad_post(p, 1, &r, sent);
+}
+
+/* Open @name read-only on @p: its device id, or a negative errno. */
+static int bad_open_on(struct bad_ctx *ctx, struct bad_path *p,
+		       const char *name)
+{
+	const struct rnbd_msg_open_rsp *rsp = p->rbuf->buf;
+	struct bad_sent sent;
+	int err, e = 0;
+
+	err = bad_post_open(ctx, p, name, &sent) ?:
+	      bad_wait_sent(p, &sent, &e);
+	if (err || e)
+		return err ?: e;
+	if (le16_to_cpu(rsp->hdr.type) != RNBD_MSG_OPEN_RSP)
+		return -EPROTO;
+	return le32_to_cpu(rsp->device_id);
+}
+
+/*
+ * An RDMA WRITE into the chunk of a READ the server is serving, with the
+ * chunk's rkey: the server (always_invalidate=Y) invalidated that rkey
+ * when the READ came, and the slow device holds the READ for seconds.
+ */
+static enum bad_verdict bad_run_write_chunk_in_use(struct bad_ctx *ctx,
+						   const struct bad_case *c)
+{
+	struct bad_chunk chunk;
+	struct rnbd_msg_io m;
+	enum bad_verdict v;
+	struct bad_sent io;
+	struct bad_path *p;
+	struct bad_req r;
+	int id, err;
+
+	if (!bad_slow_device) {
+		bad_note(ctx, "no slow_device given");
+		return BAD_SKIP;
+	}
+	p = bad_case_path_up(ctx);
+	if (!p)
+		return BAD_FAIL;
+	id = bad_open_on(ctx, p, bad_slow_device);
+	if (id < 0) {
+		bad_note(ctx, "could not open %s: %d", bad_slow_device, id);
+		v = BAD_FAIL;
+		goto out;
+	}
+	bad_rnbd_io(ctx, &m, RNBD_OP_READ, 0, BAD_IO_SIZE);
+	m.device_id = cpu_to_le32(id);
+	bad_req_read_on(ctx, p, &r, &m, sizeof(m), BAD_IO_SIZE);
+	err = bad_post(p, 1, &r, &io);
+	if (err) {
+		bad_note(ctx, "could not send the READ: %d", err);
+		v = BAD_FAIL;
+		goto out;
+	}
+	msleep(BAD_IN_USE_WAIT_MS);
+	spin_lock_irq(&p->lock);
+	chunk = p->chunks[io.chunk];
+	spin_unlock_irq(&p->lock);
+	v = bad_raw_then_closed(ctx, p, chunk.addr, chunk.rkey);
+out:
+	bad_path_free(p);
+	return v;
 }
 
 /**
@@ -1817,7 +1889,7 @@ static int bad_race_go(struct bad_ctx *ctx, struct bad_race *r,
 	/* Pairs with the work's release: the first IMM has gone. */
 	while (!smp_load_acquire(&r->n))
 		usleep_range(10, 20);
-	err = bad_post_open(ctx, r->p, open);
+	err = bad_post_open(ctx, r->p, bad_device, open);
 	flush_work(&r->work);
 	destroy_work_on_stack(&r->work);
 	return err ?: r->err;
@@ -2009,6 +2081,7 @@ static const struct bad_case bad_cases[] = {
 	CLOSE("rdma-write-past-chunk", bad_run_write_past_chunk),
 	CLOSE("read-desc-bad-rkey", bad_run_read_bad_rkey),
 	CLOSE("rdma-write-other-session-chunk", bad_run_write_other_sess),
+	CLOSE("rdma-write-chunk-in-use", bad_run_write_chunk_in_use),
 	RSP("trailer-offset-beyond-chunk", b_off_beyond_chunk, EINVAL),
 	RSP("trailer-across-chunk-end", b_trailer_across_end, EINVAL),
 	RSP("trailer-unknown-type", b_trailer_unknown_type, EINVAL),

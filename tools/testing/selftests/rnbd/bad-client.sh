@@ -37,6 +37,9 @@ CTL=/sys/devices/virtual/rnbd-client/ctl
 DEV=rnbd0
 SESSNAME=good
 DISK_MB=32
+# write-chunk-in-use's disk, whose IO completes 3 s after it came.
+SLOW=rnbd-bad-slow
+SLOW_NS=3000000000
 IMG=/dev/shm/rnbd-bad-client
 GOOD_DISK=
 BAD_DISK=
@@ -48,24 +51,28 @@ FUZZ_COUNT=${RNBD_TEST_FUZZ_COUNT:-5000}
 FUZZ_SECONDS=${RNBD_TEST_FUZZ_SECONDS:-400}
 rnbd_debug_kernel && FUZZ_SECONDS=${RNBD_TEST_FUZZ_SECONDS:-500}
 
-# The two exported disks: loop devices over tmpfs files, one for our
-# client, one for the test client's shared session.
+# The exported disks: loop devices over tmpfs files, one for our client,
+# one for the test client's shared session, and a slow null_blk, whose
+# IO completes from a timer, for a case to find the server holding a READ.
 disks_up() {
 	modprobe loop || return 1
 	truncate -s "${DISK_MB}M" "$IMG.good" "$IMG.bad" &&
 		GOOD_DISK=$(losetup -f --show "$IMG.good") &&
-		BAD_DISK=$(losetup -f --show "$IMG.bad")
+		BAD_DISK=$(losetup -f --show "$IMG.bad") &&
+		rnbd_nullb_up "$SLOW" 16 irqmode=2 completion_nsec="$SLOW_NS"
 }
 
 disks_down() {
 	[ -z "$GOOD_DISK" ] || losetup -d "$GOOD_DISK"
 	[ -z "$BAD_DISK" ] || losetup -d "$BAD_DISK"
 	rm -f "$IMG.good" "$IMG.bad"
+	rnbd_nullb_down "$SLOW"
 }
 
 bad_client_load() {
 	modprobe rtrs-bad-clt server="ip:$(rnbd_path_addr 0 server)" \
-		device="$BAD_DISK" half_open="$HALF_OPEN" && [ -r "$DBG/cases" ]
+		device="$BAD_DISK" slow_device="/dev/$SLOW" \
+		half_open="$HALF_OPEN" && [ -r "$DBG/cases" ]
 }
 
 # half_open_limits MAX MS: the server's limits of paths not up, which

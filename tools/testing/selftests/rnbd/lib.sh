@@ -391,17 +391,19 @@ rnbd_modules_unload() {
 	modprobe -r rnbd-client rnbd-server rtrs-client rtrs-server rtrs-core
 }
 
-# Disks to export.  rnbd_nullb_up NAME MB: a memory-backed null_blk made
-# through configfs (the way that works where null_blk is built in), with a
-# write cache, so that flushes and FUA reach it, and discard, which frees
-# its memory: /dev/NAME.
+# Disks to export.  rnbd_nullb_up NAME MB [ATTR=VALUE...]: a memory-backed
+# null_blk made through configfs (the way that works where null_blk is
+# built in), with a write cache, so that flushes and FUA reach it, and
+# discard, which frees its memory, and the configfs attributes given:
+# /dev/NAME.
 rnbd_nullb_up() {
-	rnbd_nullb_make "$1" "$2" && rnbd_wait 10 test -b "/dev/$1"
+	rnbd_nullb_make "$@" && rnbd_wait 10 test -b "/dev/$1"
 }
 
-# rnbd_nullb_make NAME MB: the same, without waiting for /dev/NAME.
+# rnbd_nullb_make NAME MB [ATTR=VALUE...]: the same, without waiting for
+# /dev/NAME.
 rnbd_nullb_make() {
-	local d=/sys/kernel/config/nullb/$1
+	local d=/sys/kernel/config/nullb/$1 a
 
 	if [ ! -d /sys/kernel/config/nullb ]; then
 		modprobe null_blk nr_devices=0 && modprobe configfs || return 1
@@ -410,8 +412,11 @@ rnbd_nullb_make() {
 	fi
 	mkdir "$d" || return 1
 	echo "$2" >"$d/size" && echo 1 >"$d/memory_backed" &&
-		echo 1 >"$d/discard" && echo 8 >"$d/cache_size" &&
-		echo 1 >"$d/power"
+		echo 1 >"$d/discard" && echo 8 >"$d/cache_size" || return 1
+	for a in "${@:3}"; do
+		echo "${a#*=}" >"$d/${a%%=*}" || return 1
+	done
+	echo 1 >"$d/power"
 }
 
 rnbd_nullb_down() {
