@@ -708,15 +708,7 @@ static int rtrs_clt_reg_read(struct rtrs_clt_req *req,
 		return nr < 0 ? nr : -EINVAL;
 	ib_update_fast_reg_key(req->mr, ib_inc_rkey(req->mr->rkey));
 	/* Unsignaled: the write chained after it completes it. */
-	*reg = (struct ib_reg_wr) {
-		.wr = {
-			.opcode = IB_WR_REG_MR,
-			.wr_cqe = &rtrs_clt_send_cqe,
-		},
-		.mr = req->mr,
-		.key = req->mr->rkey,
-		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE,
-	};
+	rtrs_init_reg_wr(reg, req->mr, &rtrs_clt_send_cqe);
 	msg->sg_cnt = cpu_to_le16(1);
 	if (!rtrs_clt_inv_locally(req->path, req->con->c.cid))
 		msg->flags = cpu_to_le16(RTRS_MSG_NEED_INVAL_F);

@@ -439,6 +439,24 @@ struct rtrs_wr_stats {
 	struct rtrs_wc_stats wc;
 };
 
+/*
+ * A fast registration of @mr, as mapped, under its rkey, for the peer to
+ * write; its completion, where signaled, goes to @cqe.
+ */
+static inline void rtrs_init_reg_wr(struct ib_reg_wr *wr, struct ib_mr *mr,
+				    struct ib_cqe *cqe)
+{
+	*wr = (struct ib_reg_wr) {
+		.wr = {
+			.opcode = IB_WR_REG_MR,
+			.wr_cqe = cqe,
+		},
+		.mr = mr,
+		.key = mr->rkey,
+		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE,
+	};
+}
+
 /* ib_post_send() of the chain @wr on @con's QP, counted if posted. */
 static inline int rtrs_post_send(struct rtrs_con *con,
 				 const struct ib_send_wr *wr)

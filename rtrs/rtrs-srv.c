@@ -466,16 +466,6 @@ static void rtrs_srv_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 	complete(&w->done);
 }
 
-static void rtrs_srv_init_reg_wr(struct ib_reg_wr *wr, struct ib_mr *mr)
-{
-	memset(wr, 0, sizeof(*wr));
-	wr->wr.opcode = IB_WR_REG_MR;
-	wr->wr.wr_cqe = &rtrs_srv_send_cqe;
-	wr->mr = mr;
-	wr->key = mr->rkey;
-	wr->access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
-}
-
 /* Register chunks [first, first + n) on the admin connection and wait. */
 static int rtrs_srv_reg_batch(struct rtrs_srv_path *path,
 			      struct ib_reg_wr *wrs, unsigned int first,
@@ -487,7 +477,8 @@ static int rtrs_srv_reg_batch(struct rtrs_srv_path *path,
 
 	init_completion(&w.done);
 	for (i = 0; i < n; i++) {
-		rtrs_srv_init_reg_wr(&wrs[i], path->mrs[first + i].mr);
+		rtrs_init_reg_wr(&wrs[i], path->mrs[first + i].mr,
+				 &rtrs_srv_send_cqe);
 		wrs[i].wr.next = i + 1 < n ? &wrs[i + 1].wr : NULL;
 	}
 	wrs[n - 1].wr.wr_cqe = &w.cqe;
@@ -829,7 +820,8 @@ static struct ib_send_wr *rtrs_srv_chain(struct ib_send_wr **tail,
 static void rtrs_srv_prep_reg(struct rtrs_srv_op *op,
 			      struct rtrs_srv_rsp_wrs *w)
 {
-	rtrs_srv_init_reg_wr(&w->reg, op->path->mrs[op->msg_id].mr);
+	rtrs_init_reg_wr(&w->reg, op->path->mrs[op->msg_id].mr,
+			 &rtrs_srv_send_cqe);
 }
 
 static void rtrs_srv_prep_data(struct rtrs_srv_op *op,
