@@ -409,6 +409,16 @@ static void rtrs_clt_local_inv(struct rtrs_clt_req *req)
 	}
 }
 
+/* A READ answered: its data from the bounce buffer into the ULP's. */
+static void rtrs_clt_copy_bounce(struct rtrs_clt_req *req)
+{
+	ib_dma_sync_single_for_cpu(req->path->s.dev->ib_dev,
+				   req->bounce->dma_addr, req->data_len,
+				   DMA_FROM_DEVICE);
+	sg_copy_from_buffer(req->sg, req->sg_cnt, req->bounce->buf,
+			    req->data_len);
+}
+
 static void rtrs_clt_io_rsp(struct rtrs_clt_path *path, u32 msg_id,
 			    int errno, bool w_inv)
 {
@@ -429,8 +439,14 @@ static void rtrs_clt_io_rsp(struct rtrs_clt_path *path, u32 msg_id,
 	rtrs_clt_stats_completion(path->stats, req->permit->cpu);
 	rtrs_clt_stats_latency(path->stats, req->dir,
 			       ktime_get_ns() - req->start_ns);
-	if (w_inv)
+	if (w_inv) {
 		req->need_inv = false;
+		/* A server that invalidated what it was not asked to. */
+		if (req->bounced)
+			req->bounce_reg = false;
+	}
+	if (req->bounced && !errno)
+		rtrs_clt_copy_bounce(req);
 	if (req->need_inv) {
 		req->errno = errno;
 		rtrs_clt_local_inv(req);
@@ -696,6 +712,16 @@ static int rtrs_clt_post_write(struct rtrs_clt_req *req)
 				  NULL);
 }
 
+/* The one buffer the server is to write a READ's data into. */
+static void rtrs_clt_read_desc(struct rtrs_msg_rdma_read *msg, u64 addr,
+			       u32 key, u32 len)
+{
+	msg->sg_cnt = cpu_to_le16(1);
+	msg->desc[0].addr = cpu_to_le64(addr);
+	msg->desc[0].key = cpu_to_le32(key);
+	msg->desc[0].len = cpu_to_le32(len);
+}
+
 /* Register a READ's buffers for the server to write, describe them. */
 static int rtrs_clt_reg_read(struct rtrs_clt_req *req,
 			     struct rtrs_msg_rdma_read *msg,
@@ -709,12 +735,57 @@ static int rtrs_clt_reg_read(struct rtrs_clt_req *req,
 	ib_update_fast_reg_key(req->mr, ib_inc_rkey(req->mr->rkey));
 	/* Unsignaled: the write chained after it completes it. */
 	rtrs_init_reg_wr(reg, req->mr, &rtrs_clt_send_cqe);
-	msg->sg_cnt = cpu_to_le16(1);
 	if (!rtrs_clt_inv_locally(req->path, req->con->c.cid))
 		msg->flags = cpu_to_le16(RTRS_MSG_NEED_INVAL_F);
-	msg->desc[0].addr = cpu_to_le64(req->mr->iova);
-	msg->desc[0].key = cpu_to_le32(req->mr->rkey);
-	msg->desc[0].len = cpu_to_le32(req->mr->length);
+	rtrs_clt_read_desc(msg, req->mr->iova, req->mr->rkey,
+			   req->mr->length);
+	return 0;
+}
+
+/*
+ * Describe @req's bounce buffer for the server to write; its registration
+ * with the first READ through it, else NULL.
+ */
+static struct ib_send_wr *rtrs_clt_bounce_read(struct rtrs_clt_req *req,
+					       struct rtrs_msg_rdma_read *msg,
+					       struct ib_reg_wr *reg)
+{
+	struct ib_mr *mr = req->bounce_mr;
+
+	ib_dma_sync_single_for_device(req->path->s.dev->ib_dev,
+				      req->bounce->dma_addr, req->data_len,
+				      DMA_FROM_DEVICE);
+	rtrs_clt_read_desc(msg, mr->iova, mr->rkey, req->data_len);
+	if (req->bounce_reg)
+		return NULL;
+	rtrs_init_reg_wr(reg, mr, &rtrs_clt_send_cqe);
+	return &reg->wr;
+}
+
+/* Register a READ's buffers, or take its bounce buffer; the first WR. */
+static int rtrs_clt_read_buf(struct rtrs_clt_req *req,
+			     struct rtrs_msg_rdma_read *msg,
+			     struct ib_reg_wr *reg, struct ib_send_wr **head)
+{
+	int err;
+
+	*head = NULL;
+	req->bounced = req->data_len &&
+		       req->data_len <= RTRS_CLT_BOUNCE_SIZE;
+	if (req->bounced) {
+		*head = rtrs_clt_bounce_read(req, msg, reg);
+		return 0;
+	}
+	err = rtrs_clt_map_data(req, req->path->max_pages_per_mr);
+	if (err || !req->dma_cnt)
+		return err;
+	err = rtrs_clt_reg_read(req, msg, reg);
+	if (err) {
+		rtrs_clt_req_unmap(req);
+		return err;
+	}
+	req->need_inv = true;
+	*head = &reg->wr;
 	return 0;
 }
 
@@ -725,6 +796,7 @@ static int rtrs_clt_post_read(struct rtrs_clt_req *req)
 	size_t data_len = req->data_len, usr_len = req->usr_len;
 	struct rtrs_msg_rdma_read *msg = req->iu->buf + usr_len;
 	size_t hdr_len = usr_len + sizeof(*msg);
+	struct ib_send_wr *head;
 	struct ib_reg_wr reg;
 	int err;
 
@@ -732,28 +804,24 @@ static int rtrs_clt_post_read(struct rtrs_clt_req *req)
 	msg->usr_len = cpu_to_le16(usr_len);
 	msg->sg_cnt = 0;
 	msg->flags = 0;
-	err = rtrs_clt_map_data(req, path->max_pages_per_mr);
+	err = rtrs_clt_read_buf(req, msg, &reg, &head);
 	if (err)
 		return err;
-	if (req->dma_cnt) {
-		err = rtrs_clt_reg_read(req, msg, &reg);
-		if (err) {
-			rtrs_clt_req_unmap(req);
-			return err;
-		}
+	if (msg->sg_cnt)
 		hdr_len += sizeof(msg->desc[0]);
-		req->need_inv = true;
-	}
 	rtrs_clt_set_sge(&req->sge[0], req->iu->dma_addr, hdr_len,
 			 path->s.dev->pd->local_dma_lkey);
 	err = rtrs_clt_post_rdma(req, 1, data_len, hdr_len,
 				 rtrs_clt_req_imm(req, data_len + usr_len),
-				 req->dma_cnt ? &reg.wr : NULL);
+				 head);
 	if (err) {
 		req->need_inv = false;
 		rtrs_clt_req_unmap(req);
+		return err;
 	}
-	return err;
+	if (req->bounced)
+		req->bounce_reg = true;
+	return 0;
 }
 
 static struct rtrs_clt_con *rtrs_clt_permit_con(struct rtrs_clt_path *path,
@@ -801,6 +869,7 @@ static int rtrs_clt_post_req(struct rtrs_clt_path *path,
 	req->conf = io->conf;
 	req->priv = io->priv;
 	req->need_inv = false;
+	req->bounced = false;
 	req->counted = counted;
 	req->start_ns = ktime_get_ns();
 	if (counted)
@@ -1092,12 +1161,17 @@ EXPORT_SYMBOL_GPL(rtrs_clt_query);
 
 static void rtrs_clt_dereg_mrs(struct rtrs_clt_path *path)
 {
+	struct rtrs_clt_req *req;
 	u32 i;
 
 	for (i = 0; path->reqs && i < path->queue_depth; i++) {
-		if (path->reqs[i].mr)
-			ib_dereg_mr(path->reqs[i].mr);
-		path->reqs[i].mr = NULL;
+		req = &path->reqs[i];
+		if (req->mr)
+			ib_dereg_mr(req->mr);
+		req->mr = NULL;
+		if (req->bounce_mr)
+			ib_dereg_mr(req->bounce_mr);
+		req->bounce_mr = NULL;
 	}
 }
 
@@ -1110,16 +1184,44 @@ static void rtrs_clt_free_reqs(struct rtrs_clt_path *path)
 	rtrs_clt_dereg_mrs(path);
 	for (i = 0; i < path->queue_depth; i++) {
 		rtrs_iu_free(path->reqs[i].iu, path->s.dev->ib_dev);
+		rtrs_iu_free(path->reqs[i].bounce, path->s.dev->ib_dev);
 		kfree(path->reqs[i].sge);
 	}
 	kfree(path->reqs);
 	path->reqs = NULL;
 }
 
+/* The bounce buffer of @req, mapped into @req->bounce_mr, not registered. */
+static int rtrs_clt_init_bounce(struct rtrs_clt_req *req)
+{
+	struct rtrs_ib_dev *dev = req->path->s.dev;
+	struct scatterlist sg;
+
+	req->bounce = rtrs_iu_alloc(dev->ib_dev, RTRS_CLT_BOUNCE_SIZE,
+				    DMA_FROM_DEVICE, GFP_KERNEL, NULL);
+	if (!req->bounce)
+		return -ENOMEM;
+	req->bounce_mr = ib_alloc_mr(dev->pd, IB_MR_TYPE_MEM_REG, 1);
+	if (IS_ERR(req->bounce_mr)) {
+		int err = PTR_ERR(req->bounce_mr);
+
+		req->bounce_mr = NULL;
+		return err;
+	}
+	sg_init_one(&sg, req->bounce->buf, RTRS_CLT_BOUNCE_SIZE);
+	sg_dma_address(&sg) = req->bounce->dma_addr;
+	sg_dma_len(&sg) = RTRS_CLT_BOUNCE_SIZE;
+	if (ib_map_mr_sg(req->bounce_mr, &sg, 1, NULL,
+			 RTRS_CLT_BOUNCE_SIZE) != 1)
+		return -EINVAL;
+	return 0;
+}
+
 static int rtrs_clt_init_req(struct rtrs_clt_path *path,
 			     struct rtrs_clt_req *req)
 {
 	struct rtrs_ib_dev *dev = path->s.dev;
+	int err;
 
 	req->path = path;
 	req->inv_cqe.done = rtrs_clt_inv_done;
@@ -1133,12 +1235,11 @@ static int rtrs_clt_init_req(struct rtrs_clt_path *path,
 	req->mr = ib_alloc_mr(dev->pd, IB_MR_TYPE_MEM_REG,
 			      path->max_pages_per_mr);
 	if (IS_ERR(req->mr)) {
-		int err = PTR_ERR(req->mr);
-
+		err = PTR_ERR(req->mr);
 		req->mr = NULL;
 		return err;
 	}
-	return 0;
+	return rtrs_clt_init_bounce(req);
 }
 
 static int rtrs_clt_alloc_reqs(struct rtrs_clt_path *path)

@@ -81,6 +81,13 @@ enum rtrs_clt_mp_policy {
 #define RTRS_CLT_CONNECT_TIMEOUT_MS	20000
 /* Receives per IO: the response and the SEND_WITH_INV before it. */
 #define RTRS_CLT_RECV_PER_IO		2
+/*
+ * A READ of this many bytes at most lands in a buffer of its request,
+ * registered once, and is copied from there: it costs no registration of
+ * the ULP's pages and no invalidation, a work request and a completion
+ * each, for the copy of a page.  The server can write that buffer only.
+ */
+#define RTRS_CLT_BOUNCE_SIZE		SZ_4K
 
 /* max_reconnect_attempts: -1 is for ever. */
 #define RTRS_CLT_RECONNECT_FOREVER	(-1)
@@ -223,6 +230,11 @@ struct rtrs_clt_rbuf {
  * @iu: user header and RTRS trailer, written into the server's chunk
  * @mr: registers a READ's buffers for the server to write
  * @inv_cqe: completion of the local invalidation of @mr
+ * @bounce: where the server writes a READ of RTRS_CLT_BOUNCE_SIZE bytes
+ *	    at most, copied into @sg once answered
+ * @bounce_mr: registers @bounce, once for the life of the request
+ * @bounce_reg: @bounce_mr is registered
+ * @bounced: this READ is served through @bounce
  * @sge: the send's sg entries: data then @iu
  * @sg: the ULP's data
  * @sg_cnt: entries of @sg
@@ -246,6 +258,10 @@ struct rtrs_clt_req {
 	struct rtrs_iu *iu;
 	struct ib_mr *mr;
 	struct ib_cqe inv_cqe;
+	struct rtrs_iu *bounce;
+	struct ib_mr *bounce_mr;
+	bool bounce_reg;
+	bool bounced;
 	struct ib_sge *sge;
 	struct scatterlist *sg;
 	unsigned int sg_cnt;

@@ -26,8 +26,12 @@ MAP_NULL_BLK=0
 SRV_PATHS=/sys/class/rtrs-server/$SESSNAME/paths
 # The user header of each RNBD IO, struct rnbd_msg_io, in the bytes counted.
 IO_HDR=32
-# fio's IO, "rw:bs:size", at iodepth 16.
+# fio's IO, "rw:bs:size", at iodepth 16, of no more sizes (the block
+# layer merges none) for wr_counted to tell its reads apart.
 FIO_IO="randwrite:4k:2M write:64k:2M randread:4k:2M read:64k:2M"
+# A READ of this many bytes at most goes through the request's bounce
+# buffer (RTRS_CLT_BOUNCE_SIZE).
+BOUNCE_SIZE=4096
 
 # The server's side.
 
@@ -285,6 +289,7 @@ RECVS_BEFORE=/tmp/rnbd-stats.recvs
 fio_io() {
 	local run rw bs size
 
+	echo 2 >"/sys/block/$DEV/queue/nomerges" || return 1
 	blk_stat >"$BLK_BEFORE" && rxe_recvs >"$RECVS_BEFORE" || return 1
 	for run in $FIO_IO; do
 		IFS=: read -r rw bs size <<<"$run"
@@ -439,25 +444,42 @@ srv_counts() {
 	grep "^$1 " "$SRV_STATS" | cut -d' ' -f6-
 }
 
+# big_reads READS BYTES: how many of a path's READS, of BYTES in all (a
+# user header each), were of 64 KiB rather than 4 KiB, fio's two sizes.
+big_reads() {
+	local n=$1 bytes=$(($2 - $1 * IO_HDR)) big=$((65536 - BOUNCE_SIZE))
+
+	bytes=$((bytes - n * BOUNCE_SIZE))
+	if [ "$bytes" -lt 0 ] || [ $((bytes % big)) -ne 0 ]; then
+		echo "reads of other sizes than 4 and 64 KiB: $n of $2 bytes"
+		return 1
+	fi
+	echo $((bytes / big))
+}
+
 # wr_counted: each path's wr_counts on both sides against its requests.
 # The client posts for a WRITE its request (data and all in one RDMA
-# WRITE) and the receive for the answer; for a READ also the registration
-# of its buffer and, once answered, its invalidation.  The server
+# WRITE) and the receive for the answer; for a READ of more than a page
+# also the registration of its buffer and, once answered, its
+# invalidation; for a READ of a page, whose data the server writes into a
+# bounce buffer of the request, registered once, that registration the
+# first time (among the heartbeats' slack).  The server
 # (always_invalidate=Y) posts for either the receive for the next request,
 # the invalidation of the chunk, its registration again and the answer,
 # which a READ's data carries.
 wr_counted() {
-	local p name r w s rc=0
+	local p name r w s big rc=0
 
 	for p in "$SESS/paths"/*; do
 		name=$(basename "$p")
 		read -ra r <"$p/stats/rdma"
 		read -ra w <"$p/stats/wr_counts"
 		read -ra s <<<"$(srv_counts "$name")"
-		echo "$name: ${r[0]} reads, ${r[2]} writes"
+		big=$(big_reads "${r[0]}" "${r[1]}") || { echo "$big"; return 1; }
+		echo "$name: ${r[0]} reads ($big of 64 KiB), ${r[2]} writes"
 		[ $((r[0] + r[2])) -gt 0 ] && [ ${#s[@]} -eq 5 ] || return 1
 		wr_within client $((r[0] + r[2])) "${w[0]}" "${w[1]}" \
-			$((4 * r[0] + 2 * r[2])) || rc=1
+			$((2 * r[0] + 2 * big + 2 * r[2])) || rc=1
 		wr_within server $((r[0] + r[2])) "${s[0]}" "${s[1]}" \
 			$((4 * (r[0] + r[2]))) || rc=1
 	done
