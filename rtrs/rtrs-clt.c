@@ -409,6 +409,13 @@ static void rtrs_clt_local_inv(struct rtrs_clt_req *req)
 	}
 }
 
+/* Whether @req is a READ served through its bounce buffer. */
+static bool rtrs_clt_req_bounced(const struct rtrs_clt_req *req)
+{
+	return req->dir == READ && req->data_len &&
+	       req->data_len <= RTRS_CLT_BOUNCE_SIZE;
+}
+
 /* A READ answered: its data from the bounce buffer into the ULP's. */
 static void rtrs_clt_copy_bounce(struct rtrs_clt_req *req)
 {
@@ -442,10 +449,10 @@ static void rtrs_clt_io_rsp(struct rtrs_clt_path *path, u32 msg_id,
 	if (w_inv) {
 		req->need_inv = false;
 		/* A server that invalidated what it was not asked to. */
-		if (req->bounced)
+		if (rtrs_clt_req_bounced(req))
 			req->bounce_reg = false;
 	}
-	if (req->bounced && !errno)
+	if (rtrs_clt_req_bounced(req) && !errno)
 		rtrs_clt_copy_bounce(req);
 	if (req->need_inv) {
 		req->errno = errno;
@@ -770,9 +777,7 @@ static int rtrs_clt_read_buf(struct rtrs_clt_req *req,
 	int err;
 
 	*head = NULL;
-	req->bounced = req->data_len &&
-		       req->data_len <= RTRS_CLT_BOUNCE_SIZE;
-	if (req->bounced) {
+	if (rtrs_clt_req_bounced(req)) {
 		*head = rtrs_clt_bounce_read(req, msg, reg);
 		return 0;
 	}
@@ -819,7 +824,7 @@ static int rtrs_clt_post_read(struct rtrs_clt_req *req)
 		rtrs_clt_req_unmap(req);
 		return err;
 	}
-	if (req->bounced)
+	if (rtrs_clt_req_bounced(req))
 		req->bounce_reg = true;
 	return 0;
 }
@@ -869,7 +874,6 @@ static int rtrs_clt_post_req(struct rtrs_clt_path *path,
 	req->conf = io->conf;
 	req->priv = io->priv;
 	req->need_inv = false;
-	req->bounced = false;
 	req->counted = counted;
 	req->start_ns = ktime_get_ns();
 	if (counted)

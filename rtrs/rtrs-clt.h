@@ -234,7 +234,6 @@ struct rtrs_clt_rbuf {
  *	    at most, copied into @sg once answered
  * @bounce_mr: registers @bounce, once for the life of the request
  * @bounce_reg: @bounce_mr is registered
- * @bounced: this READ is served through @bounce
  * @sge: the send's sg entries: data then @iu
  * @sg: the ULP's data
  * @sg_cnt: entries of @sg
@@ -261,7 +260,6 @@ struct rtrs_clt_req {
 	struct rtrs_iu *bounce;
 	struct ib_mr *bounce_mr;
 	bool bounce_reg;
-	bool bounced;
 	struct ib_sge *sge;
 	struct scatterlist *sg;
 	unsigned int sg_cnt;
