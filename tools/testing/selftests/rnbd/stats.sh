@@ -51,12 +51,15 @@ srv_reset() {
 }
 
 # srv_stats: "<path> <rdma> <wr_counts> <wc_completion>" for each path.
+# wc_completion is read first: a completion reaped between the two reads
+# (a heartbeat's) then shows in wr_counts, which counts each one it does.
 srv_stats() {
-	local p s
+	local p s wc
 
 	for p in "$SRV_PATHS"/*; do
 		s=$p/stats
-		echo "$(basename "$p") $(cat "$s/rdma") $(cat "$s/wr_counts") $(cat "$s/wc_completion")"
+		wc=$(cat "$s/wc_completion")
+		echo "$(basename "$p") $(cat "$s/rdma") $(cat "$s/wr_counts") $wc"
 	done
 }
 
