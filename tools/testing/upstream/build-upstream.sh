@@ -80,6 +80,23 @@ unpack() {
 	SRC=$dst
 }
 
+# OUTDIR's modules are kept when they were built from the same tarball
+# for the same kernel, and two runs for one OUTDIR take turns: CI runs the
+# selftests of one kernel in two runs side by side.
+mkdir -p "$(dirname "$OUTDIR")" || exit 1
+exec 9>"$OUTDIR.lock"
+flock 9
+BUILT="$(stat -c '%s %Y' "$TARBALL") $KVER $(readlink -f "$KDIR")"
+built_before() {
+	local m
+
+	[ "$(cat "$OUTDIR/.built" 2>/dev/null)" = "$BUILT" ] || return 1
+	for m in $MODULES; do
+		[ -f "$OUTDIR/$m.ko" ] || return 1
+	done
+}
+built_before && exit 0
+
 SRC=
 unpack || { echo "upstream peer: cannot unpack $DIRS from $TARBALL"; exit 1; }
 
@@ -129,3 +146,4 @@ for m in $MODULES; do
 		mv -f "$OUTDIR/.$m.ko.tmp" "$OUTDIR/$m.ko" || exit 1
 done
 cp "$BUILD/build.log" "$OUTDIR/build.log"
+echo "$BUILT" >"$OUTDIR/.built"
