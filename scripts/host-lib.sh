@@ -36,12 +36,16 @@ rnbd_unpack_test_kernel() {
 		return 2
 	fi
 	dst="/tmp/rnbd-kernels/$(basename "$image" .deb)"
-	if [ ! -e "$dst/.unpacked" ]; then
+	mkdir -p /tmp/rnbd-kernels || return 2
+	# One unpack at a time: CI runs two runs of this kernel side by side.
+	(
+		flock 9 || exit 1
+		[ -e "$dst/.unpacked" ] && exit 0
 		rm -rf "$dst"
 		mkdir -p "$dst"
 		dpkg-deb -x "$image" "$dst" && dpkg-deb -x "$headers" "$dst" &&
-			touch "$dst/.unpacked" || return 2
-	fi
+			touch "$dst/.unpacked"
+	) 9>/tmp/rnbd-kernels/.lock || return 2
 	KERNEL=$(rnbd_newest "$dst"/boot/vmlinuz-*)
 	KDIR=$(rnbd_newest "$dst"/usr/src/linux-headers-*)
 	MODDIR="$dst/lib/modules/$("$VM" release --kernel "$KERNEL")"
