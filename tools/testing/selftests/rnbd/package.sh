@@ -255,12 +255,15 @@ server_down() {
 # installs are the purge check's (dpkg -L).  Left out: dpkg's and apt's
 # own records, and DKMS's module-signing key, which dkms makes on its
 # first build of any package and keeps.  Not all of /usr: the guest reads
-# the host's root over 9p, where listing all of it twice took 5 minutes.
+# the host's root over 9p, where listing all of it twice took 5 minutes;
+# nor the kernels' own modules (/lib/modules/*/kernel, some 5000 files a
+# kernel), which DKMS does not write to: it installs into updates/dkms.
 TREES="/etc /lib/modules /var/lib /usr/local /usr/bin /usr/sbin /opt /srv"
 tree() {
 	# shellcheck disable=SC2086 # a list of directories
 	find $TREES -path /var/lib/dpkg -prune -o -path /var/lib/apt -prune \
-		-o -path '/var/lib/dkms/mok.*' -prune -o -print 2>/dev/null |
+		-o -path '/var/lib/dkms/mok.*' -prune \
+		-o -path '/lib/modules/*/kernel' -prune -o -print 2>/dev/null |
 		sort
 	find /usr/src -maxdepth 1 | sort
 	find /etc -type f -exec md5sum {} + 2>/dev/null | sort -k 2
