@@ -174,12 +174,6 @@ addr_rule() {
 	map_over 1 net "$(disk 3)" && write_read net "$(disk 3)"
 }
 
-# logged_since MARK TEXT: a line of the kernel log since MARK
-# (rnbd_kmsg_mark) has TEXT in it.
-logged_since() {
-	rnbd_kmsg_since "$1" | grep -qF -e "$2"
-}
-
 # Session net has disk 3 open over path 1: a path from path 0's address
 # may not join it; the session serves on.
 path_join_refused() {
@@ -187,7 +181,7 @@ path_join_refused() {
 
 	mark=$(rnbd_kmsg_mark)
 	echo "ip:$ADDR0@ip:$ADDR0" >/sys/class/rtrs-client/net/add_path 2>/dev/null
-	rnbd_wait 30 logged_since "$mark" "net: from $ADDR0: path refused" ||
+	rnbd_wait 30 rnbd_logged_since "$mark" "net: from $ADDR0: path refused" ||
 		{ echo "no log line of the refused path"; rnbd_kmsg_since "$mark"; return 1; }
 	rnbd_kmsg_since "$mark" | grep -F "path refused"
 	n=$(find /sys/class/rtrs-server/net/paths -mindepth 1 -maxdepth 1 | wc -l)

@@ -518,7 +518,7 @@ rnbd_write_refused() {
 	fi
 	[ "$err" = "$3" ] ||
 		{ echo "'$2' into $1 failed with '$err', not '$3'"; return 1; }
-	rnbd_kmsg_since "$mark" | grep -qF -e "$4" ||
+	rnbd_logged_since "$mark" "$4" ||
 		{ echo "'$2' into $1: no kernel log line with '$4'"; return 1; }
 }
 
@@ -546,6 +546,12 @@ rnbd_kmsg_mark() {
 # rnbd_kmsg_since MARK: the lines of the kernel log after MARK.
 rnbd_kmsg_since() {
 	dmesg | MARK=$1 awk 'seen; index($0, ENVIRON["MARK"]) { seen = 1 }'
+}
+
+# rnbd_logged_since MARK TEXT: a line of the kernel log after MARK has
+# TEXT in it, as is.
+rnbd_logged_since() {
+	rnbd_kmsg_since "$1" | grep -qF -e "$2"
 }
 
 # Tracepoints.  rnbd_trace_on SYSTEM: record the events of SYSTEM
