@@ -61,7 +61,9 @@ ktap_check() {
 	shift
 	out=$("$@" 2>&1)
 	rc=$?
-	[ -n "$out" ] && printf '%s\n' "$out" | sed 's/^/# /'
+	# Not sed: each program started costs up to a second under the debug
+	# kernel and TCG, and some tests make a hundred checks.
+	[ -n "$out" ] && printf '# %s\n' "${out//$'\n'/$'\n'# }"
 	if [ $rc -eq 0 ]; then
 		ktap_pass "$desc"
 	else
@@ -534,13 +536,13 @@ rnbd_write_err() {
 }
 
 # rnbd_kmsg_mark: a line of the test's own into the kernel log, which it
-# prints, for rnbd_kmsg_since.  A write, not a count of dmesg's lines:
+# prints and leaves in RNBD_KMSG_MARK (called without $(...), which forks),
+# for rnbd_kmsg_since.  A write, not a count of dmesg's lines:
 # under the debug kernel and TCG, each program a check starts costs up to
 # a second, and bad-input.sh marks the log some 150 times.
 rnbd_kmsg_mark() {
-	local mark="rnbd-selftest: mark $BASHPID.$RANDOM.$SECONDS"
-
-	echo "$mark" >/dev/kmsg && echo "$mark"
+	RNBD_KMSG_MARK="rnbd-selftest: mark $BASHPID.$RANDOM.$SECONDS"
+	echo "$RNBD_KMSG_MARK" >/dev/kmsg && echo "$RNBD_KMSG_MARK"
 }
 
 # rnbd_kmsg_since MARK: the lines of the kernel log after MARK.
