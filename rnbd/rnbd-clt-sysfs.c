@@ -56,8 +56,8 @@ static int rnbd_clt_opt_str(const char *name, substring_t *arg, char *dst,
 	size_t len = arg->to - arg->from;
 
 	if (!len || len >= size) {
-		pr_err("map_device: %s must be 1 to %zu characters\n", name,
-		       size - 1);
+		pr_err_ratelimited("map_device: %s must be 1 to %zu characters\n", name,
+				   size - 1);
 		return -EINVAL;
 	}
 	match_strlcpy(dst, arg, size);
@@ -75,7 +75,7 @@ static int rnbd_clt_opt_sessname(struct rnbd_clt_map_opts *opts,
 		return err;
 	/* It names directories in sysfs, here and on the server. */
 	if (strchr(opts->sessname, '/')) {
-		pr_err("map_device: sessname must not contain '/'\n");
+		pr_err_ratelimited("map_device: sessname must not contain '/'\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -90,7 +90,7 @@ static int rnbd_clt_opt_path(struct rnbd_clt_map_opts *opts, substring_t *arg)
 	size_t i = opts->path_cnt;
 
 	if (i >= RNBD_CLT_MAX_PATHS) {
-		pr_err("map_device: more than %d path=\n", RNBD_CLT_MAX_PATHS);
+		pr_err_ratelimited("map_device: more than %d path=\n", RNBD_CLT_MAX_PATHS);
 		return -EINVAL;
 	}
 	opts->paths[i].src = &opts->addrs[2 * i];
@@ -125,7 +125,7 @@ static int rnbd_clt_opt_access_mode(struct rnbd_clt_map_opts *opts,
 	i = match_string(rnbd_clt_access_modes,
 			 ARRAY_SIZE(rnbd_clt_access_modes), mode);
 	if (i < 0) {
-		pr_err("map_device: access_mode must be ro, rw or migration\n");
+		pr_err_ratelimited("map_device: access_mode must be ro, rw or migration\n");
 		return -EINVAL;
 	}
 	opts->access_mode = i;
@@ -138,7 +138,7 @@ static int rnbd_clt_opt_dest_port(struct rnbd_clt_map_opts *opts,
 	int port;
 
 	if (match_int(arg, &port) || port <= 0 || port > U16_MAX) {
-		pr_err("map_device: dest_port must be 1 to %u\n", U16_MAX);
+		pr_err_ratelimited("map_device: dest_port must be 1 to %u\n", U16_MAX);
 		return -EINVAL;
 	}
 	opts->port = port;
@@ -151,8 +151,8 @@ static int rnbd_clt_opt_nr_poll_queues(struct rnbd_clt_map_opts *opts,
 	int nr;
 
 	if (match_int(arg, &nr) || nr < -1 || nr > (int)nr_cpu_ids) {
-		pr_err("map_device: nr_poll_queues must be -1 to %u\n",
-		       nr_cpu_ids);
+		pr_err_ratelimited("map_device: nr_poll_queues must be -1 to %u\n",
+				   nr_cpu_ids);
 		return -EINVAL;
 	}
 	/* As upstream: -1 is a polled queue per CPU. */
@@ -185,13 +185,13 @@ static int rnbd_clt_parse_opt(struct rnbd_clt_map_opts *opts, char *p,
 
 	token = match_token(p, rnbd_clt_opt_tokens, args);
 	if (token == RNBD_OPT_ERR) {
-		pr_err("map_device: unknown option or missing value '%s'\n", p);
+		pr_err_ratelimited("map_device: unknown option or missing value '%s'\n", p);
 		return -EINVAL;
 	}
 	if (token != RNBD_OPT_PATH && __test_and_set_bit(token, seen)) {
 		name = rnbd_clt_opt_tokens[token].pattern;
-		pr_err("map_device: %.*s given more than once\n",
-		       (int)strcspn(name, "=") + 1, name);
+		pr_err_ratelimited("map_device: %.*s given more than once\n",
+				   (int)strcspn(name, "=") + 1, name);
 		return -EINVAL;
 	}
 	return rnbd_clt_opt_fns[token](opts, args);
@@ -207,7 +207,7 @@ static int rnbd_clt_check_opts(const struct rnbd_clt_map_opts *opts)
 	else if (!opts->pathname[0])
 		missing = "device_path=";
 	if (missing) {
-		pr_err("map_device: %s is mandatory\n", missing);
+		pr_err_ratelimited("map_device: %s is mandatory\n", missing);
 		return -EINVAL;
 	}
 	return 0;
@@ -340,8 +340,8 @@ static ssize_t unmap_device_store(struct kobject *kobj,
 	} else if (sysfs_streq(buf, "force")) {
 		force = true;
 	} else {
-		pr_err("unmap_device: '%.*s' is not normal or force\n",
-		       (int)strcspn(buf, "\n"), buf);
+		pr_err_ratelimited("unmap_device: '%.*s' is not normal or force\n",
+				   (int)strcspn(buf, "\n"), buf);
 		return -EINVAL;
 	}
 	err = rnbd_clt_unmap(to_clt_dev(kobj), force, &attr->attr);
@@ -364,8 +364,8 @@ static ssize_t remap_device_store(struct kobject *kobj,
 	int err;
 
 	if (!sysfs_streq(buf, "1")) {
-		pr_err("remap_device: '%.*s' is not 1\n",
-		       (int)strcspn(buf, "\n"), buf);
+		pr_err_ratelimited("remap_device: '%.*s' is not 1\n",
+				   (int)strcspn(buf, "\n"), buf);
 		return -EINVAL;
 	}
 	err = rnbd_clt_remap(to_clt_dev(kobj));
@@ -389,8 +389,8 @@ static ssize_t resize_store(struct kobject *kobj, struct kobj_attribute *attr,
 	int err;
 
 	if (kstrtou64(buf, 0, &nsectors)) {
-		pr_err("resize: '%.*s' is not a number of sectors\n",
-		       (int)strcspn(buf, "\n"), buf);
+		pr_err_ratelimited("resize: '%.*s' is not a number of sectors\n",
+				   (int)strcspn(buf, "\n"), buf);
 		return -EINVAL;
 	}
 	err = rnbd_clt_resize(to_clt_dev(kobj), nsectors);

@@ -62,9 +62,9 @@ static int rnbd_clt_set_reconnect_timeout(const char *val,
 	unsigned int sec;
 
 	if (kstrtouint(val, 0, &sec) || sec > RNBD_CLT_MAX_RECONNECT_TIMEOUT) {
-		pr_err("reconnect_timeout must be 0 to %u seconds, got '%.*s'\n",
-		       RNBD_CLT_MAX_RECONNECT_TIMEOUT, (int)strcspn(val, "\n"),
-		       val);
+		pr_err_ratelimited("reconnect_timeout must be 0 to %u seconds, got '%.*s'\n",
+				   RNBD_CLT_MAX_RECONNECT_TIMEOUT, (int)strcspn(val, "\n"),
+				   val);
 		return -EINVAL;
 	}
 	WRITE_ONCE(*(unsigned int *)kp->arg, sec);
@@ -867,8 +867,8 @@ rnbd_clt_create_sess(const struct rnbd_clt_map_opts *opts)
 	int err;
 
 	if (!opts->path_cnt) {
-		pr_err("map_device: path= is mandatory: no session %s yet\n",
-		       opts->sessname);
+		pr_err_ratelimited("map_device: path= is mandatory: no session %s yet\n",
+				   opts->sessname);
 		return ERR_PTR(-EINVAL);
 	}
 	sess = rnbd_clt_alloc_sess(opts);
@@ -906,9 +906,9 @@ rnbd_clt_get_sess(const struct rnbd_clt_map_opts *opts)
 			continue;
 		/* Its devices share one tag set, hence its polled queues. */
 		if (sess->nr_poll_queues != opts->nr_poll_queues) {
-			pr_err("map_device: session %s has %u polled queues, not %u\n",
-			       sess->sessname, sess->nr_poll_queues,
-			       opts->nr_poll_queues);
+			pr_err_ratelimited("map_device: session %s has %u polled queues, not %u\n",
+					   sess->sessname, sess->nr_poll_queues,
+					   opts->nr_poll_queues);
 			return ERR_PTR(-EINVAL);
 		}
 		kref_get(&sess->kref);
@@ -1142,8 +1142,8 @@ int rnbd_clt_map(struct rnbd_clt_map_opts *opts)
 		goto out_unlock;
 	}
 	if (rnbd_clt_dev_exists(sess, opts->pathname)) {
-		pr_err("%s: %s is mapped already\n", sess->sessname,
-		       opts->pathname);
+		pr_err_ratelimited("%s: %s is mapped already\n", sess->sessname,
+				   opts->pathname);
 		err = -EEXIST;
 		goto out_put_sess;
 	}
@@ -1306,8 +1306,8 @@ int rnbd_clt_remap(struct rnbd_clt_dev *dev)
 	int err;
 
 	if (!rnbd_clt_sess_has_path(dev->sess)) {
-		pr_err("%s: remap_device: %s: the session has no path; the device is opened again when it has one\n",
-		       dev->sess->sessname, dev->gd->disk_name);
+		pr_err_ratelimited("%s: remap_device: %s: the session has no path; the device is opened again when it has one\n",
+				   dev->sess->sessname, dev->gd->disk_name);
 		return -ENOTCONN;
 	}
 	rsp = kzalloc(sizeof(*rsp), GFP_KERNEL);
@@ -1316,9 +1316,9 @@ int rnbd_clt_remap(struct rnbd_clt_dev *dev)
 	blk_mq_freeze_queue(q);
 	mutex_lock(&dev->lock);
 	if (!rnbd_clt_dev_is_mapped(dev)) {
-		pr_err("%s: remap_device: %s is %s\n", dev->sess->sessname,
-		       dev->gd->disk_name,
-		       rnbd_clt_dev_state_str(rnbd_clt_dev_state(dev)));
+		pr_err_ratelimited("%s: remap_device: %s is %s\n", dev->sess->sessname,
+				   dev->gd->disk_name,
+				   rnbd_clt_dev_state_str(rnbd_clt_dev_state(dev)));
 		err = -ENODEV;
 		goto out_unlock;
 	}
@@ -1353,15 +1353,15 @@ int rnbd_clt_resize(struct rnbd_clt_dev *dev, u64 nsectors)
 	mutex_lock(&dev->lock);
 	lbs = queue_logical_block_size(dev->gd->queue) >> SECTOR_SHIFT;
 	if (rnbd_clt_dev_state(dev) != RNBD_CLT_DEV_MAPPED) {
-		pr_err("%s: resize: %s is %s\n", dev->sess->sessname,
-		       dev->gd->disk_name,
-		       rnbd_clt_dev_state_str(rnbd_clt_dev_state(dev)));
+		pr_err_ratelimited("%s: resize: %s is %s\n", dev->sess->sessname,
+				   dev->gd->disk_name,
+				   rnbd_clt_dev_state_str(rnbd_clt_dev_state(dev)));
 		err = -ENOENT;
 	} else if (!nsectors || nsectors > dev->nsectors ||
 		   !IS_ALIGNED(nsectors, lbs)) {
-		pr_err("%s: resize: %llu sectors for %s, not 1 to %llu in multiples of %u\n",
-		       dev->sess->sessname, nsectors, dev->gd->disk_name,
-		       dev->nsectors, lbs);
+		pr_err_ratelimited("%s: resize: %llu sectors for %s, not 1 to %llu in multiples of %u\n",
+				   dev->sess->sessname, nsectors, dev->gd->disk_name,
+				   dev->nsectors, lbs);
 		err = -EINVAL;
 	} else {
 		set_capacity_and_notify(dev->gd, nsectors);

@@ -26,7 +26,7 @@ static int rnbd_srv_set_port(const char *val, const struct kernel_param *kp)
 	u16 port;
 
 	if (kstrtou16(val, 0, &port) || !port) {
-		pr_err("port_nr must be 1 to 65535, got '%s'\n", val);
+		pr_err_ratelimited("port_nr must be 1 to 65535, got '%s'\n", val);
 		return -EINVAL;
 	}
 	*(u16 *)kp->arg = port;
@@ -44,8 +44,8 @@ static int rnbd_srv_set_search_path(const char *val,
 	size_t len = strcspn(val, "\n");
 
 	if (val[0] != '/' || len >= PATH_MAX) {
-		pr_err("dev_search_path must be an absolute path shorter than %d characters\n",
-		       PATH_MAX);
+		pr_err_ratelimited("dev_search_path must be an absolute path shorter than %d characters\n",
+				   PATH_MAX);
 		return -EINVAL;
 	}
 	memcpy(rnbd_srv_dev_search_path, val, len);

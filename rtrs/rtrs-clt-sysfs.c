@@ -67,8 +67,8 @@ static ssize_t mpath_policy_store(struct device *dev,
 	int policy = rtrs_clt_parse_mp_policy(buf);
 
 	if (policy < 0) {
-		pr_err("mpath_policy: '%.*s' is not round-robin (RR, 0), min-inflight (MI, 1) or min-latency (ML, 2)\n",
-		       (int)strcspn(buf, "\n"), buf);
+		pr_err_ratelimited("mpath_policy: '%.*s' is not round-robin (RR, 0), min-inflight (MI, 1) or min-latency (ML, 2)\n",
+				   (int)strcspn(buf, "\n"), buf);
 		return -EINVAL;
 	}
 	WRITE_ONCE(to_clt_sess(dev)->mp_policy, policy);
@@ -99,9 +99,9 @@ static ssize_t max_reconnect_attempts_store(struct device *dev,
 
 	if (kstrtoint(buf, 10, &val) || val < RTRS_CLT_RECONNECT_FOREVER ||
 	    val > RTRS_CLT_MAX_RECONNECT_ATTEMPTS) {
-		pr_err("max_reconnect_attempts: '%.*s' is not -1 (for ever) to %d\n",
-		       (int)strcspn(buf, "\n"), buf,
-		       RTRS_CLT_MAX_RECONNECT_ATTEMPTS);
+		pr_err_ratelimited("max_reconnect_attempts: '%.*s' is not -1 (for ever) to %d\n",
+				   (int)strcspn(buf, "\n"), buf,
+				   RTRS_CLT_MAX_RECONNECT_ATTEMPTS);
 		return -EINVAL;
 	}
 	WRITE_ONCE(to_clt_sess(dev)->max_reconnect_attempts, val);
@@ -195,8 +195,8 @@ static ssize_t add_path_store(struct device *dev,
 
 	err = rtrs_addr_to_sockaddr(buf, len, sess->port, &addr);
 	if (err) {
-		pr_err("add_path: '%.*s' is not [<src>@]<dst> with ip:<address> or gid:<gid>\n",
-		       (int)len, buf);
+		pr_err_ratelimited("add_path: '%.*s' is not [<src>@]<dst> with ip:<address> or gid:<gid>\n",
+				   (int)len, buf);
 		return -EINVAL;
 	}
 	err = rtrs_clt_add_path_sysfs(sess, &addr);

@@ -73,8 +73,8 @@ int rtrs_addr_to_sockaddr(const char *str, size_t len, u16 port,
 	char buf[RTRS_PATH_STR_MAX], *dst;
 
 	if (!len || len >= sizeof(buf)) {
-		pr_err("path address must be 1 to %zu characters, got %zu\n",
-		       sizeof(buf) - 1, len);
+		pr_err_ratelimited("path address must be 1 to %zu characters, got %zu\n",
+				   sizeof(buf) - 1, len);
 		return -EINVAL;
 	}
 	memcpy(buf, str, len);
@@ -84,7 +84,7 @@ int rtrs_addr_to_sockaddr(const char *str, size_t len, u16 port,
 	if (dst) {
 		*dst++ = '\0';
 		if (rtrs_one_addr_to_sockaddr(buf, 0, addr->src)) {
-			pr_err("invalid source address '%s'\n", buf);
+			pr_err_ratelimited("invalid source address '%s'\n", buf);
 			return -EINVAL;
 		}
 	} else {
@@ -93,7 +93,7 @@ int rtrs_addr_to_sockaddr(const char *str, size_t len, u16 port,
 		addr->src->ss_family = AF_UNSPEC;
 	}
 	if (rtrs_one_addr_to_sockaddr(dst, port, addr->dst)) {
-		pr_err("invalid destination address '%s'\n", dst);
+		pr_err_ratelimited("invalid destination address '%s'\n", dst);
 		return -EINVAL;
 	}
 	return 0;
@@ -144,8 +144,8 @@ int rtrs_sysfs_write_one(const struct rtrs_path *path, const char *pathname,
 {
 	if (sysfs_streq(buf, "1"))
 		return 0;
-	pr_err("%s: %s: %s takes 1, not '%.*s'\n", path->sessname, pathname,
-	       file, (int)strcspn(buf, "\n"), buf);
+	pr_err_ratelimited("%s: %s: %s takes 1, not '%.*s'\n", path->sessname, pathname,
+			   file, (int)strcspn(buf, "\n"), buf);
 	return -EINVAL;
 }
 EXPORT_SYMBOL_GPL(rtrs_sysfs_write_one);

@@ -95,6 +95,23 @@ re() {
 	printf '%s\n' "$1" | sed 's/[].[\*^$+?(){}|]/\\&/g'
 }
 
+# pace: half a second at least since the last write refused.  Our modules
+# log bad input rate-limited, ten lines every 5 s at most from one place
+# in the code: written faster (a fast host, not TCG), a line a check looks
+# for could be left out.  The time (in us) is kept in a file: the checks
+# run in subshells.
+pace() {
+	local last=0 left nap
+
+	[ ! -r "$LOG.pace" ] || read -r last <"$LOG.pace"
+	left=$((last + 500000 - ${EPOCHREALTIME/./}))
+	if [ "$left" -gt 0 ]; then
+		printf -v nap '0.%06d' "$left"
+		rnbd_nap "$nap"
+	fi
+	echo "${EPOCHREALTIME/./}" >"$LOG.pace"
+}
+
 # refused WANT FILE STRING PATTERN...: writing STRING to FILE fails with
 # the error WANT (its text: "Invalid argument" for EINVAL); each PATTERN
 # (grep -E) matches a line our modules logged since the write began;
@@ -105,6 +122,7 @@ refused() {
 
 	shift 3
 	[ $# -gt 0 ] || { echo "refused: no kernel log line to look for"; return 1; }
+	pace
 	rnbd_kmsg_mark >/dev/null
 	since=$RNBD_KMSG_MARK
 	nr_mapped
@@ -413,5 +431,5 @@ param_cases
 rnbd_modules_unload 2>/dev/null
 [ -n "$LOOP" ] && rnbd_loop_down "$LOOP" "$LOOP_FILE"
 [ -n "$LOOP2" ] && rnbd_loop_down "$LOOP2" "$LOOP_FILE2"
-rm -f "$LOG" "$LOG.setup"
+rm -f "$LOG" "$LOG.setup" "$LOG.pace"
 ktap_finish
