@@ -11,7 +11,8 @@
 # covers our modules against each other and against Linux's own:
 #   MAP_SERVER, MAP_CLIENT   "ours" or "upstream" (the peer built from
 #                            Debian's linux-source, RNBD_UPSTREAM_MODULES)
-#   RTRS_SRV_PARAMS          parameters of our rtrs-server
+#   RTRS_SRV_PARAMS          parameters of our rtrs-server (on the debug
+#                            kernel, none given: sess_queue_depth=128)
 #   SESSNAME                 the session's name
 #   MAP_FIO                  "matrix" (the default) or "short": the fio runs
 #   MAP_NULL_BLK             1 (the default): export a null_blk too
@@ -44,6 +45,11 @@ PATTERN=/tmp/rnbd-map.pattern
 FIO_TIMEOUT=150
 if rnbd_debug_kernel; then
 	FIO_TIMEOUT=600
+	# There a path takes seconds to come up (each of fail-over's
+	# reconnects), most of it per chunk of the server's queue depth (512
+	# by default) and per request of the client's: fewer go through the
+	# same code, as in devices.sh.
+	[ -n "$RTRS_SRV_PARAMS" ] || RTRS_SRV_PARAMS=sess_queue_depth=128
 	FIO_RUNS="randwrite:4k:512k:16 write:512:64k:1 randwrite:64k:2M:64
 write:1m:4M:8"
 elif [ "$MAP_FIO" = short ] || [ "$RNBD_TOPOLOGY" = one ]; then
