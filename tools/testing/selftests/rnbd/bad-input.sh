@@ -49,27 +49,16 @@ nr_sessions() {
 	NR_SESSIONS=${#s[@]}
 }
 
-# nr_mapped: the client's devices, into NR_MAPPED.
-nr_mapped() {
-	local d=(/sys/block/rnbd*)
-
-	[ -e "${d[0]}" ] || d=()
-	NR_MAPPED=${#d[@]}
-}
-
 # new_errors SINCE: the kernel's messages of our modules after SINCE
 # (rnbd_kmsg_mark), into NEW_ERRORS, a line each.
 new_errors() {
-	local line seen=
+	local line
 
 	NEW_ERRORS=
 	while IFS= read -r line; do
-		if [ -z "$seen" ]; then
-			[[ $line == *"$1"* ]] && seen=1
-		elif [[ $line =~ (rnbd|rtrs)_(client|server|core):\  ]]; then
+		[[ $line =~ (rnbd|rtrs)_(client|server|core):\  ]] &&
 			NEW_ERRORS+=$line$'\n'
-		fi
-	done < <(dmesg)
+	done < <(rnbd_kmsg_since "$1")
 	NEW_ERRORS=${NEW_ERRORS%$'\n'}
 }
 
@@ -125,8 +114,8 @@ refused() {
 	pace
 	rnbd_kmsg_mark >/dev/null
 	since=$RNBD_KMSG_MARK
-	nr_mapped
-	mapped=$NR_MAPPED
+	rnbd_nr_mapped >/dev/null
+	mapped=$RNBD_NR_MAPPED
 	nr_sessions
 	sessions=$NR_SESSIONS
 	rc=0
@@ -143,9 +132,9 @@ refused() {
 		has_line "$p" "$NEW_ERRORS" ||
 			{ echo "no line of the kernel log matches '$p'"; return 1; }
 	done
-	nr_mapped
-	[ "$NR_MAPPED" -eq "$mapped" ] ||
-		{ echo "devices: $mapped before, $NR_MAPPED after"; return 1; }
+	rnbd_nr_mapped >/dev/null
+	[ "$RNBD_NR_MAPPED" -eq "$mapped" ] ||
+		{ echo "devices: $mapped before, $RNBD_NR_MAPPED after"; return 1; }
 	rnbd_wait 10 same_sessions "$sessions" ||
 		{ echo "sessions: $sessions before, $NR_SESSIONS after"; return 1; }
 }

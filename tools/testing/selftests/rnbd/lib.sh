@@ -453,13 +453,16 @@ rnbd_dev_of() {
 	return 1
 }
 
-# rnbd_nr_mapped: how many devices the client has mapped.
+# rnbd_nr_mapped: how many devices the client has mapped, printed and
+# left in RNBD_NR_MAPPED (for callers that do not want $(...)'s fork).
 rnbd_nr_mapped() {
 	local d n=0
 
 	for d in /sys/block/rnbd*; do
 		[ -e "$d" ] && n=$((n + 1))
 	done
+	# shellcheck disable=SC2034 # for the caller
+	RNBD_NR_MAPPED=$n
 	echo $n
 }
 
@@ -545,9 +548,18 @@ rnbd_kmsg_mark() {
 	echo "$RNBD_KMSG_MARK" >/dev/kmsg && echo "$RNBD_KMSG_MARK"
 }
 
-# rnbd_kmsg_since MARK: the lines of the kernel log after MARK.
+# rnbd_kmsg_since MARK: the lines of the kernel log after MARK.  Bash
+# reads dmesg: an awk would be one more program a check.
 rnbd_kmsg_since() {
-	dmesg | MARK=$1 awk 'seen; index($0, ENVIRON["MARK"]) { seen = 1 }'
+	local line seen=
+
+	while IFS= read -r line; do
+		if [ -n "$seen" ]; then
+			printf '%s\n' "$line"
+		elif [[ $line == *"$1"* ]]; then
+			seen=1
+		fi
+	done < <(dmesg)
 }
 
 # rnbd_logged_since MARK TEXT: a line of the kernel log after MARK has
