@@ -104,6 +104,13 @@ else
 	SERVER_CUT_HOW="an nftables drop on the server"
 fi
 
+# bed_up: rxe up; netem in place on the client's NICs, for its cuts and
+# (where rxe would not survive a pulled cable) its cable pulls.
+bed_up() {
+	rnbd_rdma_up || return 1
+	rnbd_debug_kernel || rnbd_netem_ready
+}
+
 # srv_paths N: the session has N paths within 60 s, none left over from
 # a client's path that went.
 srv_paths_are() {
@@ -739,7 +746,7 @@ test_client() {
 	ktap_header 27
 	pattern "$TOKEN" "$PATTERN"
 	rm -f "$PATTERN.written"
-	ktap_check "rxe up" rnbd_rdma_up
+	ktap_check "rxe up$(rnbd_debug_kernel || echo ", netem in place")" bed_up
 	server_ready >/dev/null 2>&1
 	ktap_check "server: exports a $DISK_MB MiB ram disk" test -n "$SERVER_DISK"
 	ktap_check "rtrs-client and rnbd-client load" client_modules_load
@@ -773,6 +780,7 @@ test_client() {
 	ktap_check "server: its disk holds the pattern and what the client read" \
 		server_saw_writes
 	ktap_check "client modules unload" rnbd_unload rnbd-client rtrs-client
+	rnbd_netem_gone
 	rnbd_sync_put client-done
 	ktap_check "server: server modules unload" server_down
 	rm -f "$PATTERN" "$PATTERN.written"

@@ -247,24 +247,52 @@ rnbd_rxe_survives_pull() {
 	[ "$major" -lt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -le 1 ]; }
 }
 
-# rnbd_netem_drop PATH on|off: drop (netem loss 100%) or pass again what
-# this guest sends on PATH.  netem reports a dropped packet as sent, so
-# the sender's rxe sees no local error.
-rnbd_netem_drop() {
-	local dev
+# rnbd_netem_ready: a netem qdisc on this guest's NIC of each path, that
+# passes everything until rnbd_netem_drop changes its loss.  Put in place
+# before the map, while no RDMA traffic crosses the NICs: adding or
+# deleting a root qdisc puts the noop qdisc in place for a moment
+# (dev_deactivate(), seconds in a loaded TCG guest), which refuses every
+# packet, and 6.12's rxe fails a queue pair whose packet is refused, its
+# GSI queue pair too (as for a pulled cable, above).  failover.sh's cut of
+# the heartbeats' check, a netem qdisc added under IO, once left the
+# client's rxe0 connecting nowhere for the rest of the test.
+rnbd_netem_ready() {
+	local i
 
-	dev=$(rnbd_path_netdev "$1")
-	if [ "$2" = on ]; then
-		modprobe sch_netem && tc qdisc add dev "$dev" root netem loss 100%
-	else
-		tc qdisc del dev "$dev" root netem
-	fi
+	modprobe sch_netem || return 1
+	for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
+		tc qdisc replace dev "$(rnbd_path_netdev "$i")" root netem loss 0% ||
+			return 1
+	done
+}
+
+# rnbd_netem_gone: the NICs' default qdiscs again, once no RDMA traffic
+# crosses them.
+rnbd_netem_gone() {
+	local i
+
+	for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
+		tc qdisc del dev "$(rnbd_path_netdev "$i")" root 2>/dev/null
+	done
+	return 0
+}
+
+# rnbd_netem_drop PATH on|off: drop (netem loss 100%) or pass again what
+# this guest sends on PATH, by changing the loss of rnbd_netem_ready's
+# qdisc in place.  netem reports a dropped packet as sent, so the sender's
+# rxe sees no local error.
+rnbd_netem_drop() {
+	local loss=0%
+
+	[ "$2" = on ] && loss=100%
+	tc qdisc change dev "$(rnbd_path_netdev "$1")" root netem loss "$loss"
 }
 
 # rnbd_cable PATH on|off, on the client: the cable of PATH pulled or
 # plugged; where rxe does not survive that, what the client sends on PATH
 # is dropped instead (netem loss 100%): for RTRS the same lost path, without
-# the carrier loss.  rnbd_cable_how says which.
+# the carrier loss, on the qdisc rnbd_netem_ready put in place before the
+# map.  rnbd_cable_how says which.
 rnbd_cable() {
 	rnbd_rxe_survives_pull && { rnbd_link "$@"; return; }
 	if [ "$2" = off ]; then
