@@ -213,6 +213,9 @@ serve() {
 		bed_faults)
 			status="ok $(bed_faults_here)"
 			;;
+		gsi_states)
+			status="ok $(rnbd_gsi_states)"
+			;;
 		*)
 			status="unknown request '$req'"
 			;;
@@ -275,6 +278,14 @@ rxe_faults() {
 	echo $(($(dmesg | grep -c "$RXE_FAULT") + srv))
 }
 
+# not_back PATH WHY: PATH did not come back, with the state of both
+# guests' connection managers (rnbd_gsi_states).
+not_back() {
+	echo "path $1 $2"
+	echo "client: $(rnbd_gsi_states)"
+	echo "server: $(server gsi_states)"
+}
+
 # bed_faults_here: rxe's faults and the paths closed as silent in this
 # guest's log.
 bed_faults_here() {
@@ -321,7 +332,7 @@ path_ready() {
 	echo "path $i was $state: rxe's fault closed it"
 	echo "$i" >>"$RUN/fault-closes"
 	rnbd_wait 120 rnbd_path_is "$i" connected ||
-		{ echo "path $i did not come back in 120 s after rxe's fault"; return 1; }
+		{ not_back "$i" "did not come back in 120 s after rxe's fault"; return 1; }
 	seen_up "$i"
 }
 
@@ -443,7 +454,7 @@ cut() {
 	esac || { echo "cannot restore path $i"; return 1; }
 	t2=$(now)
 	rnbd_wait 120 rnbd_path_is "$i" connected ||
-		{ echo "path $i did not reconnect in 120 s"; return 1; }
+		{ not_back "$i" "did not reconnect in 120 s"; return 1; }
 	t3=$(now)
 	seen_up "$i" || return 1
 	echo "$kind path $i: closed $(secs "$t0" "$t1") s after the cut, longest IO stall $(stall_since "$t0") s, reconnected $(secs "$t2" "$t3") s after the restore"
@@ -669,7 +680,7 @@ hb_closes_silent() {
 		[ $rc -eq 2 ] || return $rc
 		echo "try $try void"
 		rnbd_wait 120 rnbd_path_is "$1" connected ||
-			{ echo "path $1 did not reconnect in 120 s"; return 1; }
+			{ not_back "$1" "did not reconnect in 120 s"; return 1; }
 	done
 	return 1
 }
@@ -733,7 +744,7 @@ hb_close_try() {
 	awk -v t="$took" -v max="$HB_CLOSE_S" 'BEGIN { exit !(t < max) }' ||
 		{ echo "not within $HB_CLOSE_S s"; return 1; }
 	rnbd_wait 120 rnbd_path_is "$i" connected ||
-		{ echo "path $i did not reconnect in 120 s"; return 1; }
+		{ not_back "$i" "did not reconnect in 120 s"; return 1; }
 }
 
 # hb_cut_under_io PATH: the bad settings refused, then PATH cut while fio
@@ -774,6 +785,7 @@ test_client() {
 	ktap_check "fio: every run verified, no IO error" io_stop
 	ktap_check "heartbeats of 1000 ms x 3 close a silent path in under $HB_CLOSE_S s" \
 		hb_closes_silent 1 idle
+	echo "# connection managers: client $(rnbd_gsi_states); server $(server gsi_states)"
 	server end >/dev/null 2>&1
 	ktap_check "1 MiB pattern written at $PATTERN_AT_MB MiB, read back" final_view
 	ktap_check "unmap_device normal" unmap

@@ -288,6 +288,23 @@ rnbd_netem_drop() {
 	tc qdisc change dev "$(rnbd_path_netdev "$1")" root netem loss "$loss"
 }
 
+# rnbd_gsi_states: the state of the GSI queue pair (QP1) of each rxe
+# device of this guest, on one line ("rxe0/1 QP1 RTS, rxe1/1 QP1 ERR"): a
+# test's diagnostic when a path does not come back, as no rdma_cm
+# connection is made over a device whose QP1 is in ERR (testing.rst).
+rnbd_gsi_states() {
+	rdma res show qp lqpn 1 2>/dev/null | awk '{
+		for (i = 1; i < NF; i++) {
+			if ($i == "link")
+				l = $(i + 1)
+			if ($i == "state")
+				s = $(i + 1)
+		}
+		printf "%s%s QP1 %s", sep, l, s
+		sep = ", "
+	} END { print "" }'
+}
+
 # rnbd_cable PATH on|off, on the client: the cable of PATH pulled or
 # plugged; where rxe does not survive that, what the client sends on PATH
 # is dropped instead (netem loss 100%): for RTRS the same lost path, without
