@@ -267,12 +267,13 @@ rnbd_netem_ready() {
 }
 
 # rnbd_netem_gone: the NICs' default qdiscs again, once no RDMA traffic
-# crosses them.
+# crosses them.  Only a netem root goes: the kernel refuses to delete a
+# root of another kind, where rnbd_netem_ready did not run.
 rnbd_netem_gone() {
 	local i
 
 	for i in $(seq 0 $((RNBD_NR_PATHS - 1))); do
-		tc qdisc del dev "$(rnbd_path_netdev "$i")" root 2>/dev/null
+		tc qdisc del dev "$(rnbd_path_netdev "$i")" root netem 2>/dev/null
 	done
 	return 0
 }
@@ -294,6 +295,7 @@ rnbd_netem_drop() {
 # connection is made over a device whose QP1 is in ERR (testing.rst).
 rnbd_gsi_states() {
 	rdma res show qp lqpn 1 2>/dev/null | awk '{
+		l = s = "?"
 		for (i = 1; i < NF; i++) {
 			if ($i == "link")
 				l = $(i + 1)
