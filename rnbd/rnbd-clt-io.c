@@ -151,8 +151,10 @@ static int rnbd_clt_send_io(struct rnbd_clt_dev *dev, struct request *rq,
 	err = rnbd_clt_fill_msg(dev, rq, &iu->msg);
 	if (err)
 		return err;
-	if (req_op(rq) == REQ_OP_READ || req_op(rq) == REQ_OP_WRITE) {
-		sg_init_table(iu->sg, dev->sess->max_segments);
+	if ((req_op(rq) == REQ_OP_READ || req_op(rq) == REQ_OP_WRITE) &&
+	    blk_rq_nr_phys_segments(rq)) {
+		/* Its own entries: all max_segments of them are 4 KiB to clear. */
+		sg_init_table(iu->sg, blk_rq_nr_phys_segments(rq));
 		io.sg_cnt = blk_rq_map_sg(rq->q, rq, iu->sg);
 	}
 	if (io.sg_cnt)
