@@ -202,14 +202,16 @@ irq_polls() {
 	printf ',irqpoll=%d' $n
 }
 
-# counts_snap: "MS,TICKS,NAME=N,...", one word: the uptime in ms; the CPU
-# time, in USER_HZ ticks, all CPUs spent on anything but idle and iowait
-# since boot; and what else the report divides by the IOs: the context
+# counts_snap [DEV]: "MS,TICKS,NAME=N,...", one word: the uptime in ms;
+# the CPU time, in USER_HZ ticks, all CPUs spent on anything but idle and
+# iowait since boot; what the report divides by the IOs: the context
 # switches, interrupts and softirqs since boot (/proc/stat), irq_polls,
-# rdma_counts and wr_counts.  Builtins only, in the four forks of this
-# shell the $(...) make: the reading counts in the CPU it measures.
+# rdma_counts and wr_counts; and the sectors DEV read and wrote
+# (disk_done), whose IOs it divides by, where DEV keeps counts.  Builtins
+# only, in the forks of this shell the $(...) make: the reading counts in
+# the CPU it measures.
 counts_snap() {
-	local k a b c f g h busy=0 ctxt=0 intr=0 sirq=0
+	local k a b c f g h busy=0 ctxt=0 intr=0 sirq=0 sect=
 
 	# cpu user nice system idle iowait irq softirq steal ...
 	while read -r k a b c _ _ f g h _; do
@@ -220,7 +222,12 @@ counts_snap() {
 		softirq) sirq=$a ;;
 		esac
 	done </proc/stat
-	echo "$(now_ms),$busy,ctxt=$ctxt,intr=$intr,softirq=$sirq$(irq_polls)$(rdma_counts)$(wr_counts)"
+	if [ -n "${1:-}" ] && sect=$(disk_done "$1" 2>/dev/null); then
+		sect=",sectors=${sect#* }"
+	else
+		sect=
+	fi
+	echo "$(now_ms),$busy,ctxt=$ctxt,intr=$intr,softirq=$sirq$(irq_polls)$(rdma_counts)$(wr_counts)$sect"
 }
 
 # ---- the profile of an IO (BENCH_PROFILE) ----
@@ -511,7 +518,8 @@ srv_do() {
 	setup) srv_setup ;;
 	teardown) srv_teardown ;;
 	facts) facts server ;;
-	stat) counts_snap ;;
+	window-start) srv_window_start ;;
+	window-get) srv_window_get ;;
 	profile-start) profile_start /dev/$NULLB ;;
 	profile-stop) profile_stop /dev/$NULLB ;;
 	rnbd-up) srv_rnbd_up "$@" ;;
@@ -587,32 +595,41 @@ ask_ssh() {
 		"env $(printf '%q ' "${env[@]}") bash $(printf '%q' "$HERE/bench.sh") do $(printf '%q ' "$@")"
 }
 
-# ios_done DEV: the reads and writes DEV completed since boot; for an
-# NVMe multipath head nvmeXnY, those of its paths nvmeXcZnY (6.1 counts
-# none on the head).
-ios_done() {
-	local d=${1##*/} p r w n=0 paths=()
+# disk_done DEV: "IOS SECTORS", the reads and writes DEV completed since
+# boot and their 512-byte sectors; for an NVMe multipath head nvmeXnY,
+# those of its paths nvmeXcZnY (6.1 counts none on the head).
+disk_done() {
+	local d=${1##*/} p r rs w ws n=0 s=0 paths=()
 
 	[[ $d =~ ^(nvme[0-9]+)(n[0-9]+)$ ]] &&
 		paths=(/sys/block/"${BASH_REMATCH[1]}"c*"${BASH_REMATCH[2]}")
 	[ -e "${paths[0]:-}" ] || paths=("/sys/block/$d")
 	for p in "${paths[@]}"; do
-		read -r r _ _ _ w _ <"$p/stat" || return 1
+		read -r r _ rs _ w _ ws _ <"$p/stat" || return 1
 		n=$((n + r + w))
+		s=$((s + rs + ws))
 	done
-	echo $n
+	echo "$n $s"
 }
 
-# io_start DEV IOS PID: when (now_ms) DEV completed more than IOS, that
-# is, when fio PID began; now if it ended first or after a minute.  A
+# ios_done DEV: the reads and writes DEV completed since boot (disk_done).
+ios_done() {
+	local n
+
+	n=$(disk_done "$1") && echo "${n% *}"
+}
+
+# io_start DEV IOS [PID]: when (now_ms) DEV completed more than IOS, that
+# is, when fio PID began; now if PID ended first or after a minute.  A
 # device that keeps no counts (brd) is taken to begin when fio has
-# started its job's process.
+# started its job's process.  Without PID (the server's side of a job
+# the client runs), the first IO is waited for alone.
 io_start() {
 	local t=0 n iostats=1 kids
 
 	read -r iostats 2>/dev/null <"/sys/block/${1##*/}/queue/iostats"
-	while alive "$3" && [ $t -lt 1200 ]; do
-		if [ "$iostats" = 0 ]; then
+	while { [ -z "${3:-}" ] || alive "$3"; } && [ $t -lt 1200 ]; do
+		if [ "$iostats" = 0 ] && [ -n "${3:-}" ]; then
 			read -r kids 2>/dev/null <"/proc/$3/task/$3/children"
 			[ -z "$kids" ] || break
 		else
@@ -625,24 +642,81 @@ io_start() {
 	now_ms
 }
 
+# count_times T0: "A B", the uptimes (ms) at which the counts of a job
+# whose first IO completed at T0 are read: a little after the warm-up and
+# a little before the end, a second of edge inside the counted time, less
+# for short runs.
+count_times() {
+	local edge=$((BENCH_RUNTIME * 250))
+
+	[ $edge -le 1000 ] || edge=1000
+	echo $(($1 + BENCH_WARMUP * 1000 + edge)) \
+		$(($1 + (BENCH_WARMUP + BENCH_RUNTIME) * 1000 - edge))
+}
+
+# count_job DEV T0: "A B", the counts (counts_snap DEV) read at the
+# count_times of a job whose first IO completed at T0.
+count_job() {
+	local a b
+
+	read -r a b <<<"$(count_times "$2")"
+	nap_until "$a"
+	a=$(counts_snap "$1")
+	nap_until "$b"
+	echo "$a $(counts_snap "$1")"
+}
+
+# srv_window_start: the server's counts of the job the client is about to
+# start, read in the background (count_job) into STATE/window, timed as
+# the client times its own, from the first IO the server's disk
+# completes: the time an ask takes, a second and more under TCG beside
+# the IO, would put readings asked for at the client's moments past the
+# end of the job.  srv_window_get answers them.
+srv_window_start() {
+	local ios0
+
+	rm -f "$STATE/window" "$STATE/window.tmp" "$STATE/window.pid" &&
+		ios0=$(ios_done /dev/$NULLB) || return 1
+	{
+		nap_setup &&
+			count_job /dev/$NULLB "$(io_start /dev/$NULLB "$ios0")" \
+				>"$STATE/window.tmp" &&
+			mv "$STATE/window.tmp" "$STATE/window"
+	} </dev/null >/dev/null 2>&1 &
+	echo $! >"$STATE/window.pid"
+}
+
+# srv_window_get: the readings of srv_window_start, "A B"; "- -" if they
+# are not there a job's time after the client's fio ended (its job did
+# no IO), and the reading given up.
+srv_window_get() {
+	local pid
+
+	if ! bench_wait_file "$STATE/window" $((BENCH_WARMUP + BENCH_RUNTIME + 10)); then
+		read -r pid <"$STATE/window.pid" && kill "$pid" 2>/dev/null
+		echo "- -"
+		return 0
+	fi
+	cat "$STATE/window"
+}
+
 # run_fio DIR TAG DEV SPEC SIDE: one fio job on DEV, SPEC "rw:bs:iodepth:
 # numjobs:ioengine", for BENCH_WARMUP + BENCH_RUNTIME s, its JSON output
 # and errors left in DIR/TAG.json and .err.  The CPU and the counts of
 # this side (SIDE: "client" or "server") and, on the client, of the
 # server too, are read a little after the warm-up and a little before the
-# end.  Prints "RC" and the readings (counts_snap), this side's two then
-# the server's ("-" each on the server).
+# end (count_job), each side timed from its own disk's first IO.  Prints
+# "RC" and the readings (counts_snap), this side's two then the server's
+# ("-" each on the server).
 # Nothing in the guests reads fio's figures but for a line of progress:
 # Python starts in seconds under TCG; report.py reads them on the host.
 run_fio() {
-	local dir=$1 tag=$2 dev=$3 spec=$4 side=$5 rw bs qd nj eng t0 edge
-	local a b pa=- pb=- pid rc ios0
+	local dir=$1 tag=$2 dev=$3 spec=$4 side=$5 rw bs qd nj eng
+	local t0 counts peer="- -" pid rc ios0
 
 	IFS=: read -r rw bs qd nj eng <<<"$spec"
 	mkdir -p "$dir" && nap_setup || return 1
-	# A second of edge inside the counted time, less for short runs.
-	edge=$((BENCH_RUNTIME * 250))
-	[ $edge -le 1000 ] || edge=1000
+	[ "$side" = server ] || ask window-start >/dev/null || return 1
 	ios0=$(ios_done "$dev")
 	fio --name="$tag" --filename="$dev" --rw="$rw" --bs="$bs" \
 		--iodepth="$qd" --numjobs="$nj" --ioengine="$eng" --direct=1 \
@@ -657,15 +731,11 @@ run_fio() {
 	# The profile spans all of fio's IO: an ask may take seconds.
 	[ "$side" = client ] && [ -n "$BENCH_PROFILE" ] &&
 		ask profile-start >/dev/null && profile_start "$dev"
-	nap_until $((t0 + BENCH_WARMUP * 1000 + edge))
-	a=$(counts_snap)
-	[ "$side" = client ] && pa=$(ask stat | tail -n1)
-	nap_until $((t0 + (BENCH_WARMUP + BENCH_RUNTIME) * 1000 - edge))
-	b=$(counts_snap)
-	[ "$side" = client ] && pb=$(ask stat | tail -n1)
+	counts=$(count_job "$dev" "$t0")
 	# IO that never completes must not stop the run.
 	reap "$pid" $((BENCH_WARMUP + BENCH_RUNTIME + 60))
 	rc=$?
+	[ "$side" = server ] || peer=$(ask window-get | tail -n1)
 	if [ "$side" = client ] && [ -n "$BENCH_PROFILE" ]; then
 		profile_stop "$dev" >"$dir/$tag.prof"
 		ask profile-stop | tail -n1 >"$dir/$tag.srv.prof"
@@ -675,7 +745,7 @@ run_fio() {
 		echo "fio did not end $((BENCH_WARMUP + BENCH_RUNTIME + 60)) s after it began: IO stuck? kernel: $(dmesg | tail -n 2 | tr '\n' ' ')"
 		return 1
 	fi
-	echo "$rc $a $b $pa $pb"
+	echo "$rc $counts $peer"
 }
 
 # srv_fio TAG DEV SPEC: run_fio on the server; answers its line, the last

@@ -11,14 +11,17 @@
                          job and round) and DIR/bench.png (gnuplot)
 
 CPU per IO is the busy CPU time of a side (/proc/stat: all but idle and
-iowait, every CPU), per second of the counted part of the run, divided by
-the IOs per second fio counted: microseconds of CPU per IO.  The counts
-per IO are taken the same way, for each side: the packets its RDMA ports
-sent and received, the SENDs they completed and the RECVs they received
-(Soft-RoCE's hw_counters), its interrupts, softirqs and context switches
-(/proc/stat), its runs of the IRQ_POLL softirq (/proc/softirqs) and our
-RTRS's work requests, completions and, on the server, polls (its
-stats/wr_counts and wc_completion).  Each side's counts are all of that
+iowait, every CPU) in the counted part of the run, divided by the IOs its
+own disk did in that time (the sectors the client's /dev/rnbdN or NVMe
+namespace, the server's null_blk, read and wrote, over the job's block
+size; where the disk keeps no count, the IOPS fio counted):
+microseconds of CPU per IO.  The counts per IO are taken the same way,
+for each side: the packets its RDMA ports sent and received, the SENDs
+they completed and the RECVs they received (Soft-RoCE's hw_counters),
+its interrupts, softirqs and context switches (/proc/stat), its runs of
+the IRQ_POLL softirq (/proc/softirqs) and our RTRS's work requests,
+completions and, on the server, polls (its stats/wr_counts and
+wc_completion).  Each side's counts are all of that
 host's, the bench's traffic and what else ran.
 """
 
@@ -151,15 +154,28 @@ def parse_snap(word):
     return int(f[0]), int(f[1]), counts
 
 
-def side_rates(a, b, hz):
-    """Between two snaps: the CPUs kept busy, and each count per second;
-    None where the snaps are missing or out of order."""
+def side_per_io(a, b, hz, iops, bs):
+    """Between two snaps of a side: the CPUs it kept busy, and its CPU
+    microseconds and each count per IO; None where the snaps are missing
+    or out of order.  Per IO of BS bytes its own disk read or wrote
+    between the snaps, where they have its sectors: fio's IOPS are of the
+    whole job, and the rate of IOs in the snaps' window, a part of it, is
+    not theirs under TCG.  Sectors, not the disk's IOs: the server's disk
+    splits an IO larger than its limits.  Else per IO of fio's IOPS over
+    the window's time."""
     a, b = parse_snap(a), parse_snap(b)
     if not a or not b or b[0] <= a[0]:
         return None
     secs = (b[0] - a[0]) / 1000
-    rates = {k: (b[2][k] - a[2][k]) / secs for k in a[2] if k in b[2]}
-    return (b[1] - a[1]) / hz / secs, rates
+    busy = (b[1] - a[1]) / hz
+    delta = {k: b[2][k] - a[2][k] for k in a[2] if k in b[2]}
+    ios = delta.pop("sectors", 0) * 512 / bs if bs else 0
+    if ios <= 0:
+        ios = iops * secs
+    if not ios:
+        return busy / secs, None, {}
+    return busy / secs, busy / ios * 1e6, {k: v / ios
+                                           for k, v in delta.items()}
 
 
 def fio_figures(path, fio_rc, side, snaps, peer_snaps, hz):
@@ -197,20 +213,19 @@ def fio_figures(path, fio_rc, side, snaps, peer_snaps, hz):
             for s, ext in (("clt", ".prof"), ("srv", ".srv.prof"))}
     if any(prof.values()):
         rec["profile"] = prof
-    rates = {"client": None, "server": None}
-    rates[side] = side_rates(*snaps, hz)
+    sides = {"client": None, "server": None}
+    bs = (sum(job[d]["io_bytes"] for d in ("read", "write")) / ios
+          if ios else 0)
+    sides[side] = side_per_io(*snaps, hz, iops, bs)
     if side == "client":
-        rates["server"] = side_rates(*peer_snaps, hz)
-    for side, r in rates.items():
+        sides["server"] = side_per_io(*peer_snaps, hz, iops, bs)
+    for side, r in sides.items():
         short = {"client": "clt", "server": "srv"}[side]
-        busy, per_s = r if r else (None, {})
+        busy, cpu_us, per_io = r if r else (None, None, {})
         rec[f"{short}_cpu_busy"] = busy
-        rec[f"{short}_cpu_us_per_io"] = (busy / iops * 1e6
-                                         if busy is not None and iops
-                                         else None)
+        rec[f"{short}_cpu_us_per_io"] = cpu_us
         for c, _ in COUNTS:
-            rec[f"{short}_{c}_per_io"] = (per_s[c] / iops
-                                          if c in per_s and iops else None)
+            rec[f"{short}_{c}_per_io"] = per_io.get(c)
     # A total with a count missing is missing.
     for t, parts in TOTALS:
         vals = [rec[f"{sd}_{c}_per_io"] for sd, c in parts]
@@ -683,7 +698,9 @@ def cmd_report(a):
               "CQs (stats/wc_completion; the others poll theirs in workers "
               "too, uncounted); intr, softirq, "
               "ctxt: interrupts, softirqs and context switches of each side "
-              "(/proc/stat); x nvme: the totals of both sides over NVMe-oF's."]
+              "(/proc/stat); x nvme: the totals of both sides over NVMe-oF's.  "
+              "Each side divides by the IOs of its own disk in its own "
+              "window (the sectors over the block size)."]
     lines += profile_tables(jobs, configs, cells)
     lines += target_lines(tgts, cells, facts)
     text = "\n".join(lines) + "\n"
