@@ -642,27 +642,17 @@ io_start() {
 	now_ms
 }
 
-# count_times T0: "A B", the uptimes (ms) at which the counts of a job
-# whose first IO completed at T0 are read: a little after the warm-up and
-# a little before the end, a second of edge inside the counted time, less
-# for short runs.
-count_times() {
-	local edge=$((BENCH_RUNTIME * 250))
+# count_job DEV T0: "A B", the counts (counts_snap DEV) of a job whose
+# first IO completed at T0, read a little after the warm-up and a little
+# before the end: a second of edge inside the counted time, less for
+# short runs.
+count_job() {
+	local edge=$((BENCH_RUNTIME * 250)) a
 
 	[ $edge -le 1000 ] || edge=1000
-	echo $(($1 + BENCH_WARMUP * 1000 + edge)) \
-		$(($1 + (BENCH_WARMUP + BENCH_RUNTIME) * 1000 - edge))
-}
-
-# count_job DEV T0: "A B", the counts (counts_snap DEV) read at the
-# count_times of a job whose first IO completed at T0.
-count_job() {
-	local a b
-
-	read -r a b <<<"$(count_times "$2")"
-	nap_until "$a"
+	nap_until $(($2 + BENCH_WARMUP * 1000 + edge))
 	a=$(counts_snap "$1")
-	nap_until "$b"
+	nap_until $(($2 + (BENCH_WARMUP + BENCH_RUNTIME) * 1000 - edge))
 	echo "$a $(counts_snap "$1")"
 }
 
