@@ -193,12 +193,10 @@ static ssize_t add_path_store(struct device *dev,
 	size_t len = strcspn(buf, "\n");
 	int err;
 
+	/* It logs what it could not parse: one line for the administrator. */
 	err = rtrs_addr_to_sockaddr(buf, len, sess->port, &addr);
-	if (err) {
-		pr_err_ratelimited("add_path: '%.*s' is not [<src>@]<dst> with ip:<address> or gid:<gid>\n",
-				   (int)len, buf);
-		return -EINVAL;
-	}
+	if (err)
+		return err;
 	err = rtrs_clt_add_path_sysfs(sess, &addr);
 	return err ?: count;
 }
