@@ -328,6 +328,13 @@ clt_path() {
 	return 1
 }
 
+# one_line_refused FILE STRING PATTERN: STRING refused with EINVAL as
+# refused() checks, in one line of the kernel log, which PATTERN matches.
+one_line_refused() {
+	refused "$EINVAL" "$1" "$2" "$3" || return 1
+	[[ $NEW_ERRORS != *$'\n'* ]] || { echo "more than one line logged"; return 1; }
+}
+
 still_works() {
 	[ -b "/dev/$DEV" ] && dd if="/dev/$DEV" of=/dev/null bs=4k count=1 \
 		iflag=direct status=none
@@ -358,6 +365,17 @@ sysfs_cases() {
 		stats/wr_counts "$sp/stats/wr_counts" 0 reset
 	ktap_check "server stats/wc_completion refuses 0 and 'reset'" bad_write \
 		stats/wc_completion "$sp/stats/wc_completion" 0 reset
+	f=/sys/class/rtrs-client/good
+	ktap_check "add_path refuses an address that is not one, in one line" \
+		one_line_refused "$f/add_path" ip:300.1.2.3 \
+		"rtrs_core: invalid destination address 'ip:300\.1\.2\.3'"
+	ktap_check "hb_interval_ms refuses 99, 60001, 'soon' and nothing" \
+		bad_write hb_interval_ms "$f/hb_interval_ms" 99 60001 soon ""
+	ktap_check "hb_missed_max refuses 0, 101, 'many' and nothing" \
+		bad_write hb_missed_max "$f/hb_missed_max" 0 101 many ""
+	ktap_check "max_reconnect_attempts refuses -2, 10000, 'x' and nothing" \
+		bad_write max_reconnect_attempts "$f/max_reconnect_attempts" \
+		-2 10000 x ""
 	ktap_check "reconnect_timeout refuses -1, 86401, 'soon' and nothing" \
 		bad_write reconnect_timeout \
 		/sys/module/rnbd_client/parameters/reconnect_timeout \
@@ -396,7 +414,7 @@ param_cases() {
 	done
 }
 
-ktap_header 63
+ktap_header 68
 setup_done() {
 	[ -n "$NAME" ] && grep -q '^rnbd_client ' /proc/modules && return 0
 	cat "$LOG.setup"
