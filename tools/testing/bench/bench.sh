@@ -18,6 +18,8 @@
 #
 # Settings (scripts/bench sets them all; the defaults are a short run):
 #   BENCH_ROUNDS        rounds (1)
+#   BENCH_ROUND         run only this round of them (scripts/bench boots
+#                       the guests afresh for each), numbered as such
 #   BENCH_RUNTIME       seconds of each fio job that count (5)
 #   BENCH_WARMUP        seconds of it before, not counted (1)
 #   BENCH_CONFIGS       what to measure, in this order each round:
@@ -57,7 +59,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 : "${BENCH_BRD_MB:=256}" "${BENCH_SRV_PARAMS:=sess_queue_depth=128}"
 : "${BENCH_SERVER_SSH:=}" "${BENCH_SERVER_ADDRS:=}" "${BENCH_CLIENT_ADDRS:=}"
 : "${BENCH_OURS_DIR:=}" "${RNBD_UPSTREAM_MODULES:=}" "${BENCH_MTU:=4096}"
-: "${BENCH_PROFILE:=}"
+: "${BENCH_PROFILE:=}" "${BENCH_ROUND:=}"
 
 STATE=/run/rnbd-bench
 NULLB=benchnull
@@ -1002,9 +1004,14 @@ run_config() {
 }
 
 client_main() {
-	local round cfg start=$SECONDS why rc=0
+	local round rounds cfg start=$SECONDS why rc=0
 
 	nap_setup || return 1
+	if [ -n "$BENCH_ROUND" ] && ! [[ $BENCH_ROUND =~ ^[1-9][0-9]*$ &&
+		$BENCH_ROUND -le $BENCH_ROUNDS ]]; then
+		say "BENCH_ROUND=$BENCH_ROUND: not a round of 1 to $BENCH_ROUNDS"
+		return 1
+	fi
 	mkdir -p "$BENCH_OUT" || return 1
 	RUNS="$BENCH_OUT/runs.txt"
 	: >"$RUNS"
@@ -1029,9 +1036,10 @@ client_main() {
 		echo "clk_tck=$(getconf CLK_TCK)"
 		echo "profiled=${BENCH_PROFILE:-0}"
 	} >"$BENCH_OUT/facts.txt"
+	rounds=${BENCH_ROUND:-$(seq 1 "$BENCH_ROUNDS")}
 	say "$(wc -w <<<"$BENCH_CONFIGS") configurations, $(wc -w <<<"$BENCH_JOBS") fio jobs" \
-		"each, $BENCH_ROUNDS round(s), $BENCH_WARMUP + $BENCH_RUNTIME s a job"
-	for round in $(seq 1 "$BENCH_ROUNDS"); do
+		"each, round(s) ${rounds//$'\n'/ } of $BENCH_ROUNDS, $BENCH_WARMUP + $BENCH_RUNTIME s a job"
+	for round in $rounds; do
 		say "round $round of $BENCH_ROUNDS ($((SECONDS - start)) s)"
 		for cfg in $BENCH_CONFIGS; do
 			run_config "$round" "$cfg"
