@@ -446,7 +446,7 @@ fi
 # The writes and the verifying reads of one fio run of io_loop.
 RUN_IOS=$((2 * IO_MB * 256))
 
-ktap_header 12
+ktap_header 13
 setup >"$RUN.setup" 2>&1
 ktap_check "map a null_blk with nr_poll_queues=1 over both paths" setup_done
 ktap_check "one polled queue, and the block layer polls it" poll_queues
