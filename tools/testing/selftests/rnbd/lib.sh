@@ -20,12 +20,14 @@ KTAP_N=0
 KTAP_PASS=0
 KTAP_FAIL=0
 KTAP_SKIP=0
+KTAP_PLAN=
 
 rnbd_log() {
 	echo "# [$RNBD_ROLE] $*"
 }
 
 ktap_header() {
+	KTAP_PLAN=$1
 	echo "TAP version 13"
 	echo "1..$1"
 }
@@ -79,11 +81,17 @@ ktap_skip_all() {
 	exit 4
 }
 
-# The totals; returns the test's exit code: 1 on any failure, 4 (skip)
-# when nothing passed, else 0.
+# The totals; returns the test's exit code: 1 on any failure or when the
+# points run are not those planned (a test that stopped half-way, or a
+# plan that no longer counts its checks), 4 (skip) when nothing passed,
+# else 0.
 ktap_finish() {
 	echo "# totals: pass:$KTAP_PASS fail:$KTAP_FAIL skip:$KTAP_SKIP"
 	[ "$KTAP_FAIL" -eq 0 ] || return 1
+	if [ "$KTAP_N" -ne "${KTAP_PLAN:-0}" ]; then
+		echo "# planned ${KTAP_PLAN:-no} test points, ran $KTAP_N"
+		return 1
+	fi
 	[ "$KTAP_PASS" -gt 0 ] || return 4
 	return 0
 }
