@@ -162,17 +162,20 @@ def side_per_io(a, b, hz, iops, bs):
     whole job, and the rate of IOs in the snaps' window, a part of it, is
     not theirs under TCG.  Sectors, not the disk's IOs: the server's disk
     splits an IO larger than its limits.  Else per IO of fio's IOPS over
-    the window's time."""
+    the window's time, as for a disk that counts nothing (brd).  A disk
+    that counts but counted no sector in the window did no IO there (IO
+    stalled): then nothing is per IO, rather than per IOs that fio
+    counted elsewhere in its job."""
     a, b = parse_snap(a), parse_snap(b)
     if not a or not b or b[0] <= a[0]:
         return None
     secs = (b[0] - a[0]) / 1000
     busy = (b[1] - a[1]) / hz
     delta = {k: b[2][k] - a[2][k] for k in a[2] if k in b[2]}
-    ios = delta.pop("sectors", 0) * 512 / bs if bs else 0
+    counted = "sectors" in delta and b[2]["sectors"] > 0
+    sectors = delta.pop("sectors", 0)
+    ios = (sectors * 512 / bs if bs else 0) if counted else iops * secs
     if ios <= 0:
-        ios = iops * secs
-    if not ios:
         return busy / secs, None, {}
     return busy / secs, busy / ios * 1e6, {k: v / ios
                                            for k, v in delta.items()}
@@ -226,6 +229,8 @@ def fio_figures(path, fio_rc, side, snaps, peer_snaps, hz):
         rec[f"{short}_cpu_us_per_io"] = cpu_us
         for c, _ in COUNTS:
             rec[f"{short}_{c}_per_io"] = per_io.get(c)
+        if r and cpu_us is None and ios:
+            rec.setdefault("stalled", []).append(side)
     # A total with a count missing is missing.
     for t, parts in TOTALS:
         vals = [rec[f"{sd}_{c}_per_io"] for sd, c in parts]
@@ -326,6 +331,8 @@ def aggregate(recs, facts):
                 cell[m] = stats([r.get(m) for r in ok])
             cell["per_round"] = {r["round"]: {m: r.get(m) for m in METRICS}
                                  for r in ok}
+            cell["stalled"] = {r["round"]: r["stalled"] for r in ok
+                               if "stalled" in r}
             profs = [r["profile"] for r in ok if "profile" in r]
             if profs:
                 cell["profile"] = profs[0]
@@ -414,6 +421,7 @@ def table(jobs, configs, cells):
                 f"{rfmt(r['nvmeof']['iops']):>6} {rfmt(r['local']['iops']):>7}"
                 + (f"  ({c['rounds_measured']}/{c['rounds']} rounds)"
                    if c["rounds_measured"] < c["rounds"] else ""))
+        lines += stall_notes(cells.get((job, cfg)) for cfg in configs)
     return lines
 
 
@@ -461,6 +469,22 @@ def counts_table(jobs, configs, cells):
                 f"{rfmt(r['msgs_per_io']):>5} {rfmt(r['intr_per_io']):>5} "
                 f"{rfmt(r['ctxt_per_io']):>5}")
     return lines
+
+
+def stall_notes(cells):
+    """A line for each round whose counted window a side's disk did no
+    IO in: fio's figures of that round stand, its CPU and counts per IO
+    are left out of the means."""
+    notes = []
+    for c in cells:
+        for rnd, sides in sorted((c or {}).get("stalled", {}).items()):
+            disks = " and ".join(f"{s}'s" for s in sides) + \
+                (" disks" if len(sides) > 1 else " disk")
+            notes.append(f"  {c['config']}, round {rnd}: the {disks} did no "
+                         "IO in the counted window (IO stalled; fio's "
+                         "latency counts the stall): its CPU and counts "
+                         "per IO are left out")
+    return notes
 
 
 def profile_cell(prof, func):
