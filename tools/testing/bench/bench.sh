@@ -41,6 +41,9 @@
 #   BENCH_PROFILE       1: profile each job of an RDMA configuration too,
 #                       from its first IO to its end (profile_start): its
 #                       figures then count the tracing's cost
+#   BENCH_PERF          1: sample both sides' CPUs in each job of an RDMA
+#                       configuration with perf (perf_start), for
+#                       cpu_layers.py
 #   BENCH_OURS_DIR      real hosts: a tree where our modules were built
 #                       (insmod by path); else modprobe finds them
 #   RNBD_UPSTREAM_MODULES  the upstream peer's .ko files (none: the
@@ -59,7 +62,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 : "${BENCH_BRD_MB:=256}" "${BENCH_SRV_PARAMS:=sess_queue_depth=128}"
 : "${BENCH_SERVER_SSH:=}" "${BENCH_SERVER_ADDRS:=}" "${BENCH_CLIENT_ADDRS:=}"
 : "${BENCH_OURS_DIR:=}" "${RNBD_UPSTREAM_MODULES:=}" "${BENCH_MTU:=4096}"
-: "${BENCH_PROFILE:=}" "${BENCH_ROUND:=}"
+: "${BENCH_PROFILE:=}" "${BENCH_PERF:=}" "${BENCH_ROUND:=}"
 
 STATE=/run/rnbd-bench
 NULLB=benchnull
@@ -74,7 +77,7 @@ STEP_SECS=300
 # The settings the server side needs too, passed on with each ssh ask.
 SHARED_SETTINGS="BENCH_RUNTIME BENCH_WARMUP BENCH_OUT BENCH_NULLB_MB
 BENCH_BRD_MB BENCH_SRV_PARAMS BENCH_SERVER_ADDRS BENCH_CLIENT_ADDRS
-BENCH_OURS_DIR RNBD_UPSTREAM_MODULES BENCH_PROFILE"
+BENCH_OURS_DIR RNBD_UPSTREAM_MODULES BENCH_PROFILE BENCH_PERF"
 
 say() {
 	echo "bench: $*"
@@ -266,6 +269,61 @@ profile_setup() {
 	[ -n "$(head -c1 "$t/set_ftrace_filter")" ] ||
 		{ echo "ftrace knows none of the functions to profile"; return 1; }
 	echo function >"$t/current_tracer"
+}
+
+# ---- where the CPU goes (BENCH_PERF) ----
+
+# perf_start: perf samples every CPU of this side with the kernel's clock
+# (cpu-clock, a timer, not a hardware counter: TCG has none), with call
+# chains, timed by CLOCK_BOOTTIME as /proc/uptime is, so that
+# cpu_layers.py takes the samples of the counted window (counts_snap).
+# Under TCG perf takes seconds to begin, longer beside the IO: it is up
+# once it runs the command it records around, started before fio and
+# long enough for a job.  The kernel's throttling of samples is off while
+# it records (perf_stop puts it back): a sample takes long under TCG, and
+# throttled, perf takes few or none while the CPUs are busy.
+PERF_THROTTLE=/proc/sys/kernel/perf_cpu_time_max_percent
+perf_start() {
+	local t=0 pid kid comm=
+
+	nap_setup && cp "$PERF_THROTTLE" "$STATE/perf.throttle" &&
+		echo 0 >"$PERF_THROTTLE" || return 1
+	perf record -a -g -F 499 -e cpu-clock -k boottime \
+		-o "$STATE/perf.data" -- \
+		sleep $((BENCH_WARMUP + BENCH_RUNTIME + 30)) \
+		</dev/null >"$STATE/perf.log" 2>&1 &
+	pid=$!
+	echo "$pid" >"$STATE/perf.pid"
+	# Its child is perf's own until perf execs the command.  The list of
+	# children ends without a newline: read fails but reads it.
+	while :; do
+		kid=
+		read -r kid _ 2>/dev/null <"/proc/$pid/task/$pid/children"
+		[ -z "$kid" ] || read -r comm 2>/dev/null <"/proc/$kid/comm"
+		[ "$comm" != sleep ] || break
+		if ! alive "$pid" || [ $t -ge 1200 ]; then
+			echo "perf did not start: $(tail -n1 "$STATE/perf.log")"
+			return 1
+		fi
+		t=$((t + 1))
+		bench_nap 0.1
+	done
+	echo "perf up"
+}
+
+# perf_stop TAG SIDE: the end of perf_start's recording, kept as
+# BENCH_OUT/perf/TAG.SIDE.data, with this kernel's symbols (.kallsyms:
+# perf on the host resolves the guest's kernel and modules with them).
+perf_stop() {
+	local d=$BENCH_OUT/perf pid
+
+	nap_setup && read -r pid <"$STATE/perf.pid" || return 1
+	while alive "$pid"; do
+		bench_nap 0.2
+	done
+	cat "$STATE/perf.throttle" >"$PERF_THROTTLE" || return 1
+	mkdir -p "$d" && mv "$STATE/perf.data" "$d/$1.$2.data" &&
+		cat /proc/kallsyms >"$d/$1.$2.kallsyms" && echo "perf kept"
 }
 
 # profile_start DEV: an empty trace, and tracing on; DEV's IOs so far kept.
@@ -524,6 +582,8 @@ srv_do() {
 	window-get) srv_window_get ;;
 	profile-start) profile_start /dev/$NULLB ;;
 	profile-stop) profile_stop /dev/$NULLB ;;
+	perf-start) perf_start ;;
+	perf-stop) perf_stop "$1" server ;;
 	rnbd-up) srv_rnbd_up "$@" ;;
 	rnbd-down) srv_rnbd_down ;;
 	nvmet-up) srv_nvmet_up ;;
@@ -710,6 +770,9 @@ run_fio() {
 	mkdir -p "$dir" && nap_setup || return 1
 	[ "$side" = server ] || ask window-start >/dev/null || return 1
 	ios0=$(ios_done "$dev")
+	if [ "$side" = client ] && [ -n "$BENCH_PERF" ]; then
+		ask perf-start >/dev/null && perf_start >/dev/null || return 1
+	fi
 	fio --name="$tag" --filename="$dev" --rw="$rw" --bs="$bs" \
 		--iodepth="$qd" --numjobs="$nj" --ioengine="$eng" --direct=1 \
 		--time_based --ramp_time="$BENCH_WARMUP" --runtime="$BENCH_RUNTIME" \
@@ -727,6 +790,10 @@ run_fio() {
 	# IO that never completes must not stop the run.
 	reap "$pid" $((BENCH_WARMUP + BENCH_RUNTIME + 60))
 	rc=$?
+	if [ "$side" = client ] && [ -n "$BENCH_PERF" ]; then
+		perf_stop "$tag" client >/dev/null &&
+			ask perf-stop "$tag" >/dev/null || return 1
+	fi
 	[ "$side" = server ] || peer=$(ask window-get | tail -n1)
 	if [ "$side" = client ] && [ -n "$BENCH_PROFILE" ]; then
 		profile_stop "$dev" >"$dir/$tag.prof"
