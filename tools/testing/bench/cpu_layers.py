@@ -35,7 +35,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402
 
 HZ = 499
-SHORT = {"client": "clt", "server": "srv"}
 
 MODULE_LAYERS = {
     "ULP": ("rtrs_core", "rtrs_client", "rtrs_server", "rnbd_client",
@@ -86,8 +85,7 @@ PREFIX_LAYERS = (
                              "swake_up", "select_task_rq", "set_next_",
                              "put_prev_", "check_preempt", "resched_",
                              "kick_process", "native_smp_send_reschedule",
-                             "do_idle", "cpu_startup_entry",
-                             "tick_nohz_", "cpuidle_")),
+                             "tick_nohz_")),
     ("softirq, interrupt entry", ("handle_softirqs", "__do_softirq",
                                   "do_softirq", "__irq_exit", "irq_exit",
                                   "run_ksoftirqd", "tasklet_",
@@ -113,8 +111,8 @@ IRQ = ("asm_common_interrupt", "asm_sysvec_", "common_interrupt",
 # What bench.sh runs beside the IO, to read the counters and wait.
 BENCH_TOOLS = {"bash", "cat", "sleep", "perf", "perf-exec", "mv", "cp",
                "rm", "mkdir", "awk", "sed", "tail", "head", "tr", "cut",
-               "grep", "date", "ibv_devinfo", "rdma", "ip", "pgrep",
-               "timeout", "ssh", "wc", "sort", "sync"}
+               "grep", "date", "ibv_devinfo", "rdma", "ip", "timeout",
+               "ssh", "wc", "sort", "sync"}
 
 FIO_USER = "fio, user space"
 OTHER = "kernel, other"
@@ -246,25 +244,19 @@ def tally(recs, syms, t0, t1):
 
 
 def side_window(a, b, bs, iops):
-    """(t0 s, t1 s, IOs) of a side's window between its two snaps."""
+    """(t0 s, t1 s, IOs) of a side's window between its two snaps, its IOs
+    as report.py counts them (window_ios); None without IO."""
     a, b = report.parse_snap(a), report.parse_snap(b)
     if not a or not b or b[0] <= a[0]:
         return None
-    secs = (b[0] - a[0]) / 1000
-    if "sectors" in a[2] and "sectors" in b[2]:
-        ios = (b[2]["sectors"] - a[2]["sectors"]) * 512 / bs
-    else:
-        ios = iops * secs
+    _, ios = report.window_ios(a, b, iops, bs)
     return (a[0] / 1000, b[0] / 1000, ios) if ios > 0 else None
 
 
 def fio_bs_iops(path):
     with open(path) as f:
-        job = json.load(f)["jobs"][0]
-    ios = sum(job[d]["total_ios"] for d in ("read", "write"))
-    by = sum(job[d]["io_bytes"] for d in ("read", "write"))
-    return (by / ios if ios else 0), sum(job[d]["iops"]
-                                         for d in ("read", "write"))
+        _, iops, bs = report.fio_totals(json.load(f)["jobs"][0])
+    return bs, iops
 
 
 def job_sides(folder, w):
@@ -303,7 +295,7 @@ def us_per_io(n, ios):
 
 def job_table(label, cols):
     """COLS: [(config, side, (layers, leaves, IOs))...]."""
-    heads = [f"{c} {SHORT[s]}" for c, s, _ in cols]
+    heads = [f"{c} {report.SIDE_SHORT[s]}" for c, s, _ in cols]
     width = max([12] + [len(h) + 2 for h in heads])
     lines = [f"{label}: CPU us per IO by layer (perf samples)",
              "layer".ljust(26) + "".join(h.rjust(width) for h in heads)]

@@ -59,6 +59,9 @@ TARGETS = [
      "ours-1p", "ours-1p-noinval", "iops", "ge", 0.90),
 ]
 
+# A side as the report's names of its figures begin.
+SIDE_SHORT = {"client": "clt", "server": "srv"}
+
 # What bench.sh's counts_snap reads besides the CPU, as the report names
 # them; a side's count per IO is "clt_NAME_per_io" or "srv_NAME_per_io".
 COUNTS = [("pkts_tx", "pkts out"), ("pkts_rx", "pkts in"),
@@ -154,31 +157,48 @@ def parse_snap(word):
     return int(f[0]), int(f[1]), counts
 
 
+def window_ios(a, b, iops, bs):
+    """Between two parsed snaps of a side, in order: the window's seconds
+    and the IOs of BS bytes its own disk read or wrote in it, where they
+    have its sectors: fio's IOPS are of the whole job, and the rate of IOs
+    in the snaps' window, a part of it, is not theirs under TCG.  Sectors,
+    not the disk's IOs: the server's disk splits an IO larger than its
+    limits.  Else fio's IOPS over the window's time, as for a disk that
+    counts nothing (brd).  A disk that counts but counted no sector in the
+    window did no IO there (IO stalled): 0 IOs, rather than IOs that fio
+    counted elsewhere in its job."""
+    secs = (b[0] - a[0]) / 1000
+    if "sectors" in a[2] and "sectors" in b[2] and b[2]["sectors"] > 0:
+        sectors = b[2]["sectors"] - a[2]["sectors"]
+        return secs, sectors * 512 / bs if bs else 0
+    return secs, iops * secs
+
+
 def side_per_io(a, b, hz, iops, bs):
     """Between two snaps of a side: the CPUs it kept busy, and its CPU
-    microseconds and each count per IO; None where the snaps are missing
-    or out of order.  Per IO of BS bytes its own disk read or wrote
-    between the snaps, where they have its sectors: fio's IOPS are of the
-    whole job, and the rate of IOs in the snaps' window, a part of it, is
-    not theirs under TCG.  Sectors, not the disk's IOs: the server's disk
-    splits an IO larger than its limits.  Else per IO of fio's IOPS over
-    the window's time, as for a disk that counts nothing (brd).  A disk
-    that counts but counted no sector in the window did no IO there (IO
-    stalled): then nothing is per IO, rather than per IOs that fio
-    counted elsewhere in its job."""
+    microseconds and each count per IO (window_ios); None where the snaps
+    are missing or out of order, nothing per IO where its disk did no IO
+    in the window."""
     a, b = parse_snap(a), parse_snap(b)
     if not a or not b or b[0] <= a[0]:
         return None
-    secs = (b[0] - a[0]) / 1000
+    secs, ios = window_ios(a, b, iops, bs)
     busy = (b[1] - a[1]) / hz
-    delta = {k: b[2][k] - a[2][k] for k in a[2] if k in b[2]}
-    counted = "sectors" in delta and b[2]["sectors"] > 0
-    sectors = delta.pop("sectors", 0)
-    ios = (sectors * 512 / bs if bs else 0) if counted else iops * secs
+    delta = {k: b[2][k] - a[2][k] for k in a[2]
+             if k in b[2] and k != "sectors"}
     if ios <= 0:
         return busy / secs, None, {}
     return busy / secs, busy / ios * 1e6, {k: v / ios
                                            for k, v in delta.items()}
+
+
+def fio_totals(job):
+    """A job of fio's JSON output: its IOs, IOPS and block size, its reads
+    and writes together."""
+    ios = sum(job[d]["total_ios"] for d in ("read", "write"))
+    iops = sum(job[d]["iops"] for d in ("read", "write"))
+    by = sum(job[d]["io_bytes"] for d in ("read", "write"))
+    return ios, iops, (by / ios if ios else 0)
 
 
 def fio_figures(path, fio_rc, side, snaps, peer_snaps, hz):
@@ -197,8 +217,7 @@ def fio_figures(path, fio_rc, side, snaps, peer_snaps, hz):
             pass
         return {"error": f"fio exited with {fio_rc}, no figures "
                 f"({e.__class__.__name__}): {err}"}
-    ios = sum(job[d]["total_ios"] for d in ("read", "write"))
-    iops = sum(job[d]["iops"] for d in ("read", "write"))
+    ios, iops, bs = fio_totals(job)
     bw = sum(job[d]["bw_bytes"] for d in ("read", "write"))
     # A job reads or writes: the latency is that direction's.
     d = max(("read", "write"), key=lambda k: job[k]["total_ios"])
@@ -217,13 +236,11 @@ def fio_figures(path, fio_rc, side, snaps, peer_snaps, hz):
     if any(prof.values()):
         rec["profile"] = prof
     sides = {"client": None, "server": None}
-    bs = (sum(job[d]["io_bytes"] for d in ("read", "write")) / ios
-          if ios else 0)
     sides[side] = side_per_io(*snaps, hz, iops, bs)
     if side == "client":
         sides["server"] = side_per_io(*peer_snaps, hz, iops, bs)
     for side, r in sides.items():
-        short = {"client": "clt", "server": "srv"}[side]
+        short = SIDE_SHORT[side]
         busy, cpu_us, per_io = r if r else (None, None, {})
         rec[f"{short}_cpu_busy"] = busy
         rec[f"{short}_cpu_us_per_io"] = cpu_us
