@@ -41,6 +41,7 @@ UPSTREAM = "upstream-1p"
 # A ratio of means; "ge" is met at or above the bound, "le" at or below.
 RR32 = "randread:4k:32:1:libaio"
 RR1 = "randread:4k:1:1:libaio"
+RW32 = "randwrite:4k:32:1:libaio"
 # The targets of the issue that asked for make bench.
 TARGETS = [
     ("4k randread qd32 IOPS, ours vs upstream", RR32, "ours-1p", UPSTREAM,
@@ -57,6 +58,10 @@ TARGETS = [
      "ours-2p-rr", "ours-1p", "iops", "ge", 1.30),
     ("4k randread qd32 IOPS, always_invalidate=Y vs N", RR32,
      "ours-1p", "ours-1p-noinval", "iops", "ge", 0.90),
+    ("4k randwrite qd32 IOPS, always_invalidate=Y vs N", RW32,
+     "ours-1p", "ours-1p-noinval", "iops", "ge", 0.90),
+    ("4k randread qd1 mean latency, always_invalidate=Y vs N", RR1,
+     "ours-1p", "ours-1p-noinval", "lat_mean_us", "le", 1.10),
 ]
 
 # A side as the report's names of its figures begin.
@@ -579,12 +584,26 @@ def busy(cells, job, cfg):
     return f"{mean(c.get('clt_cpu_busy'))}/{mean(c.get('srv_cpu_busy'))}"
 
 
+def work_per_io(cells, job, cfg):
+    """What a configuration's IO cost in a job, the counts a target's
+    ratio is to be read with: messages, then client/server work requests,
+    completions, CQ polls and context switches per IO."""
+    c = cells.get((job, cfg))
+    if not c or not c["rounds_measured"]:
+        return "not measured"
+    return (f"msgs {mean(c['msgs_per_io'])}, WRs {pair(c, 'wrs')}, "
+            f"CQEs {pair(c, 'wcs')}, polls {polls(c)}, "
+            f"ctxt {pair(c, 'ctxt')}")
+
+
 def target_lines(tgts, cells, facts):
     lines = ["", "Targets (ratio of the means; the rounds' own ratios in "
              "brackets; then the CPUs busy, client/server, of "
              f"{facts.get('client.cpus', '?')}/"
              f"{facts.get('server.cpus', '?')} vCPUs on "
-             f"{facts.get('host.cpus', '?')} host CPUs):"]
+             f"{facts.get('host.cpus', '?')} host CPUs, and each "
+             "configuration's counts per IO, client/server, as in the "
+             "tables of counts):"]
     for t in tgts:
         r = t["ratio"]
         got = "-" if r is None else f"{r['mean']:.2f}" + (
@@ -595,6 +614,9 @@ def target_lines(tgts, cells, facts):
                      f"{busy(cells, t['job'], t['config'])}, "
                      f"{t['reference']} "
                      f"{busy(cells, t['job'], t['reference'])}")
+        for cfg in (t["config"], t["reference"]):
+            lines.append(f"    {cfg}: "
+                         f"{work_per_io(cells, t['job'], cfg)}")
     return lines
 
 

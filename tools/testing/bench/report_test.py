@@ -57,5 +57,51 @@ class SidePerIo(unittest.TestCase):
             HZ, 1.0, BS))
 
 
+def record(cfg, job, **metrics):
+    rec = {"job": job, "config": cfg, "round": 1}
+    rec.update(metrics)
+    return rec
+
+
+class Targets(unittest.TestCase):
+    # A read at iodepth 1 with always_invalidate=Y and N: Y's server posts
+    # two more work requests and reaps one more completion an IO.
+    RECS = [record("ours-1p", report.RR1, lat_mean_us=1500.0,
+                   msgs_per_io=2.0, clt_wrs_per_io=2.0, srv_wrs_per_io=4.0,
+                   clt_wcs_per_io=1.0, srv_wcs_per_io=2.0,
+                   clt_irqpoll_per_io=1.0, srv_polls_per_io=1.0,
+                   clt_ctxt_per_io=4.5, srv_ctxt_per_io=5.5),
+            record("ours-1p-noinval", report.RR1, lat_mean_us=1000.0,
+                   msgs_per_io=2.0, clt_wrs_per_io=2.0, srv_wrs_per_io=2.0,
+                   clt_wcs_per_io=1.0, srv_wcs_per_io=1.0,
+                   clt_irqpoll_per_io=1.0, srv_polls_per_io=1.0,
+                   clt_ctxt_per_io=4.5, srv_ctxt_per_io=3.5)]
+
+    def lines(self):
+        _, _, cells = report.aggregate(self.RECS, {})
+        tgts = {t["target"]: t for t in report.targets(cells)}
+        return tgts, report.target_lines(list(tgts.values()), cells, {})
+
+    def test_a_target_not_met_shows_both_configurations_counts(self):
+        tgts, lines = self.lines()
+        t = tgts["4k randread qd1 mean latency, always_invalidate=Y vs N"]
+        self.assertEqual(t["status"], "not met")
+        self.assertAlmostEqual(t["ratio"]["mean"], 1.5)
+        at = lines.index(next(x for x in lines if x.lstrip().startswith(
+            t["target"])))
+        self.assertEqual(lines[at + 2].strip(), "ours-1p: msgs 2.00, WRs "
+                         "2.00/4.00, CQEs 1.00/2.00, polls 1.00/1.00, ctxt "
+                         "4.50/5.50")
+        self.assertEqual(lines[at + 3].strip(), "ours-1p-noinval: msgs 2.00, "
+                         "WRs 2.00/2.00, CQEs 1.00/1.00, polls 1.00/1.00, "
+                         "ctxt 4.50/3.50")
+
+    def test_a_configuration_not_run_is_not_measured(self):
+        tgts, lines = self.lines()
+        t = tgts["4k randread qd1 mean latency, ours vs NVMe-oF"]
+        self.assertEqual(t["status"], "not measured")
+        self.assertIn("    nvmeof: not measured", lines)
+
+
 if __name__ == "__main__":
     unittest.main()
