@@ -96,6 +96,13 @@ MODULE_PARM_DESC(always_invalidate,
 
 /* Paths' info and close work, and heartbeats. */
 static struct workqueue_struct *rtrs_srv_wq;
+/*
+ * The requests on their way to the ULP.  Per CPU: a request stays on the
+ * CPU whose softirq reaped it.  In the IO path of the clients' block
+ * devices, hence WQ_MEM_RECLAIM; high priority as ib_core's own
+ * completion workers are.
+ */
+static struct workqueue_struct *rtrs_srv_io_wq;
 
 static void rtrs_srv_recv_done(struct ib_cq *cq, struct ib_wc *wc);
 static void rtrs_srv_send_done(struct ib_cq *cq, struct ib_wc *wc);
@@ -291,6 +298,7 @@ static void rtrs_srv_ids_done(struct percpu_ref *ref)
 
 static void rtrs_srv_info_work(struct work_struct *work);
 static void rtrs_srv_close_work(struct work_struct *work);
+static void rtrs_srv_io_work(struct work_struct *work);
 static void rtrs_srv_hb_err(struct rtrs_path *s);
 
 static void rtrs_srv_setup_timeout(struct work_struct *work)
@@ -318,6 +326,7 @@ static int rtrs_srv_alloc_path_arrays(struct rtrs_srv_path *path,
 	for (i = 0; i < depth; i++) {
 		path->ops[i].path = path;
 		path->ops[i].msg_id = i;
+		INIT_WORK(&path->ops[i].work, rtrs_srv_io_work);
 	}
 	path->s.con_num = cid_num;
 	return 0;
@@ -1003,6 +1012,28 @@ static void rtrs_srv_process_io(struct rtrs_srv_op *op)
 		rtrs_srv_resp_rdma(op, err);
 }
 
+static void rtrs_srv_io_work(struct work_struct *work)
+{
+	struct rtrs_srv_op *op = container_of(work, struct rtrs_srv_op, work);
+
+	/* A path closed meanwhile has no one to answer. */
+	if (rtrs_srv_state(op->path) != RTRS_SRV_CONNECTED) {
+		rtrs_srv_release_op(op);
+		return;
+	}
+	rtrs_srv_process_io(op);
+}
+
+/*
+ * The CQs are polled in softirq, where the ULP, which submits bios, may
+ * not run.  Its part runs in a work item; the verbs' part, a chunk's
+ * invalidation included, is done before, without a worker's wake-up.
+ */
+static void rtrs_srv_queue_io(struct rtrs_srv_op *op)
+{
+	queue_work(rtrs_srv_io_wq, &op->work);
+}
+
 static void rtrs_srv_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rtrs_srv_mr *m = container_of(wc->wr_cqe, struct rtrs_srv_mr,
@@ -1020,7 +1051,7 @@ static void rtrs_srv_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 		rtrs_srv_close_path(path);
 		return;
 	}
-	rtrs_srv_process_io(op);
+	rtrs_srv_queue_io(op);
 }
 
 /*
@@ -1080,7 +1111,7 @@ static int rtrs_srv_io_req(struct rtrs_srv_con *con, u32 payload)
 	 * its rkey invalidated first.
 	 */
 	if (!rtrs_srv_always_invalidate) {
-		rtrs_srv_process_io(op);
+		rtrs_srv_queue_io(op);
 		return 0;
 	}
 	if (rtrs_srv_invalidate_chunk(op)) {
@@ -1427,7 +1458,7 @@ static int rtrs_srv_create_con(struct rtrs_srv_path *path,
 	err = rtrs_con_create_qp(&con->c, path->s.dev->pd,
 				 (depth + RTRS_SIG_INTERVAL) *
 				 RTRS_SRV_WRS_PER_IO + 1, depth + 1, 1,
-				 IB_POLL_WORKQUEUE);
+				 IB_POLL_SOFTIRQ);
 	if (err)
 		goto out_free;
 	err = rtrs_srv_post_recvs(con);
@@ -1788,19 +1819,31 @@ static int __init rtrs_srv_init(void)
 	rtrs_srv_wq = alloc_workqueue("rtrs_srv_wq", WQ_MEM_RECLAIM, 0);
 	if (!rtrs_srv_wq)
 		return -ENOMEM;
+	rtrs_srv_io_wq = alloc_workqueue("rtrs_srv_io_wq",
+					 WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
+	if (!rtrs_srv_io_wq) {
+		err = -ENOMEM;
+		goto out_wq;
+	}
 	err = class_register(&rtrs_srv_class);
 	if (err) {
 		pr_err("cannot register class %s: %d\n", rtrs_srv_class.name,
 		       err);
-		destroy_workqueue(rtrs_srv_wq);
-		return err;
+		goto out_io_wq;
 	}
 	return 0;
+
+out_io_wq:
+	destroy_workqueue(rtrs_srv_io_wq);
+out_wq:
+	destroy_workqueue(rtrs_srv_wq);
+	return err;
 }
 
 static void __exit rtrs_srv_exit(void)
 {
 	class_unregister(&rtrs_srv_class);
+	destroy_workqueue(rtrs_srv_io_wq);
 	destroy_workqueue(rtrs_srv_wq);
 }
 

@@ -126,6 +126,7 @@ struct rtrs_srv_mr {
  * @usr_len: user header length
  * @data_len: data length
  * @off: offset of the trailer in the chunk
+ * @work: hands the request to the ULP in process context
  */
 struct rtrs_srv_op {
 	struct rtrs_srv_path *path;
@@ -138,6 +139,7 @@ struct rtrs_srv_op {
 	u32 usr_len;
 	u32 data_len;
 	u32 off;
+	struct work_struct work;
 };
 
 /**

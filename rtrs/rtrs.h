@@ -175,12 +175,10 @@ enum rtrs_srv_link_ev {
  *	     bytes written; for a READ, the ULP fills @data with @datalen
  *	     bytes.  @usr is the request's user header.  The ULP answers with
  *	     rtrs_srv_resp_rdma(), now or later; a non-zero return answers
- *	     with that error at once.  Called in process context, from
- *	     the completion work (IB_POLL_WORKQUEUE) of a connection of the
- *	     request's path: the request's own connection or, with
- *	     always_invalidate, the path's admin connection, where the
- *	     invalidation of the chunk completes.  It may sleep, holding up
- *	     that connection's other completions meanwhile.
+ *	     with that error at once.  Called in process context, from a
+ *	     work item of the server's on the CPU that reaped the request
+ *	     (with always_invalidate, the invalidation of its chunk).  It
+ *	     may sleep; other requests go on meanwhile.
  * @link_ev: a session appeared (CONNECTED: a non-zero return refuses it)
  *	     or lost its last path and is gone (DISCONNECTED); may sleep.
  *	     @priv is what rtrs_srv_set_sess_priv() set.

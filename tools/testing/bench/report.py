@@ -454,8 +454,9 @@ def pair(c, name):
 
 def polls(c):
     """The CQ polls per IO, as "client/server": the client's runs of the
-    IRQ_POLL softirq, whichever driver's CQs; the wake-ups of our server's
-    workers that polled its CQs (its wc_completion), ours only."""
+    IRQ_POLL softirq, whichever driver's CQs; on the server the runs of
+    the softirq that polled our RTRS's CQs (its wc_completion), ours
+    only."""
     return f"{mean(c['clt_irqpoll_per_io'])}/{mean(c['srv_polls_per_io'])}"
 
 
@@ -757,9 +758,9 @@ def cmd_report(a):
               "(stats/wr_counts; the others have no such count); polls: the "
               "polls of the CQs, on the client the runs of the IRQ_POLL "
               "softirq (/proc/softirqs; whichever driver's CQs), on the "
-              "server the wake-ups of our RTRS's workers that polled its "
-              "CQs (stats/wc_completion; the others poll theirs in workers "
-              "too, uncounted); intr, softirq, "
+              "server the runs of the softirq that polled our RTRS's CQs "
+              "(stats/wc_completion; the others poll theirs in workers, "
+              "uncounted); intr, softirq, "
               "ctxt: interrupts, softirqs and context switches of each side "
               "(/proc/stat); x nvme: the totals of both sides over NVMe-oF's.  "
               "Each side divides by the IOs of its own disk in its own "
