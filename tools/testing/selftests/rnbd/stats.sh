@@ -493,9 +493,9 @@ wr_counted() {
 # against the completions its wr_counts reaped (REAPED): the polls reaped
 # them all and their mean is no more than their maximum.  The client gives
 # its mean rounded and no count of polls (POLLS empty); the server the
-# polls, and no mean (MEAN empty), and under fio's iodepth 16 some wake-up
-# of its worker reaped more than one.  (The client's softirq may not: on
-# 6.12 it ran for about every completion.)
+# polls, and no mean (MEAN empty), and under fio's iodepth 16 some run of
+# its softirq reaped more than one.  (The client's may not: on 6.12 it ran
+# for about every completion.)
 wc_within() {
 	local side=$1 max=$2 mean=$3 polls=$4 reaped=$5
 
